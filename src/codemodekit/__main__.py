@@ -1,0 +1,5 @@
+import sys
+
+from codemodekit.cli import main
+
+sys.exit(main())

@@ -1,0 +1,17 @@
+"""`codemode serve` (placeholder until its issue lands)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("serve", help="(not yet available)")
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    print("codemode serve: not available yet", file=sys.stderr)
+    return 2

@@ -1,0 +1,177 @@
+"""Stable error codes, model-visible diagnostics and the exception hierarchy.
+
+Exceptions raised to Python callers::
+
+    CodeModeError                  base of everything this library raises on purpose
+    ├── SpecError                  codemode.toml is malformed (file, line, column, key path)
+    ├── SecretUnavailable          a ${VAR} that a source needs at connect time is unset
+    ├── SourceUnavailable          a provider cannot start, connect or discover (sanitized)
+    └── CompileFailure             the compiler rejected the code; carries a Diagnostic
+
+    ToolError                      raised by a tool: its message is model-visible, its
+                                   ``cause`` reaches only the host log
+
+Expected failures of a run are never raised: ``CodeMode.run`` returns a ``RunResult`` whose
+``diagnostic`` carries one of the ``ErrorCode`` values below. A code's meaning never
+changes; new codes may be added in minor releases.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+
+class Phase(StrEnum):
+    COMPILE = "compile"
+    SANDBOX = "sandbox"
+    TOOL = "tool"
+    HOST = "host"
+
+
+class ErrorCode(StrEnum):
+    # compile
+    SOURCE_TOO_LARGE = "SOURCE_TOO_LARGE"
+    COMPILE_ERROR = "COMPILE_ERROR"
+    UNSUPPORTED_SYNTAX = "UNSUPPORTED_SYNTAX"
+    # sandbox
+    UNCAUGHT_EXCEPTION = "UNCAUGHT_EXCEPTION"
+    COMPUTE_LIMIT = "COMPUTE_LIMIT"
+    WALL_LIMIT = "WALL_LIMIT"
+    MEMORY_LIMIT = "MEMORY_LIMIT"
+    CANCELLED = "CANCELLED"
+    RESULT_NOT_SERIALIZABLE = "RESULT_NOT_SERIALIZABLE"
+    RESULT_TOO_LARGE = "RESULT_TOO_LARGE"
+    # tool
+    SOURCE_NOT_FOUND = "SOURCE_NOT_FOUND"
+    SOURCE_UNAVAILABLE = "SOURCE_UNAVAILABLE"
+    TOOL_NOT_FOUND = "TOOL_NOT_FOUND"
+    TOOL_SCHEMA_UNSUPPORTED = "TOOL_SCHEMA_UNSUPPORTED"
+    TOOL_INPUT_INVALID = "TOOL_INPUT_INVALID"
+    TOOL_DENIED = "TOOL_DENIED"
+    TOOL_ERROR = "TOOL_ERROR"
+    TOOL_INTERNAL_ERROR = "TOOL_INTERNAL_ERROR"
+    TOOL_TIMEOUT = "TOOL_TIMEOUT"
+    TOOL_CALL_LIMIT = "TOOL_CALL_LIMIT"
+    TOOL_RESULT_INVALID = "TOOL_RESULT_INVALID"
+    TOOL_RESULT_TOO_LARGE = "TOOL_RESULT_TOO_LARGE"
+    BRIDGE_LIMIT = "BRIDGE_LIMIT"
+    # host
+    INTERNAL_ERROR = "INTERNAL_ERROR"
+
+    @property
+    def phase(self) -> Phase:
+        return _PHASES[self]
+
+
+_PHASES: dict[ErrorCode, Phase] = {
+    **dict.fromkeys(
+        (ErrorCode.SOURCE_TOO_LARGE, ErrorCode.COMPILE_ERROR, ErrorCode.UNSUPPORTED_SYNTAX),
+        Phase.COMPILE,
+    ),
+    **dict.fromkeys(
+        (
+            ErrorCode.UNCAUGHT_EXCEPTION,
+            ErrorCode.COMPUTE_LIMIT,
+            ErrorCode.WALL_LIMIT,
+            ErrorCode.MEMORY_LIMIT,
+            ErrorCode.CANCELLED,
+            ErrorCode.RESULT_NOT_SERIALIZABLE,
+            ErrorCode.RESULT_TOO_LARGE,
+        ),
+        Phase.SANDBOX,
+    ),
+    ErrorCode.INTERNAL_ERROR: Phase.HOST,
+}
+for _code in ErrorCode:
+    _PHASES.setdefault(_code, Phase.TOOL)
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """1-based line and column in the user's own code."""
+
+    line: int
+    column: int
+
+    def to_json(self) -> dict[str, int]:
+        return {"line": self.line, "column": self.column}
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """A model-visible failure: safe to show, never carries secrets or host internals."""
+
+    code: ErrorCode
+    message: str
+    location: Location | None = None
+    tool: str | None = None
+    """The tool's address (``github.search_issues`` / ``tools["deployment-api"].deploy``)."""
+    source: str | None = None
+    correlation_id: str | None = None
+    """Links a sanitized message to the full cause in the host log."""
+    details: tuple[tuple[str, Any], ...] = ()
+    """Extra bounded facts (``("path", "$.id")``, ``("upstream_code", ...)``)."""
+
+    @property
+    def phase(self) -> Phase:
+        return self.code.phase
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "code": str(self.code),
+            "phase": str(self.phase),
+            "message": self.message,
+        }
+        if self.location is not None:
+            out["location"] = self.location.to_json()
+        if self.tool is not None:
+            out["tool"] = self.tool
+        if self.source is not None:
+            out["source"] = self.source
+        if self.correlation_id is not None:
+            out["correlation_id"] = self.correlation_id
+        if self.details:
+            out["details"] = dict(self.details)
+        return out
+
+
+def new_correlation_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+class CodeModeError(Exception):
+    """Base of the exceptions this library raises on purpose."""
+
+
+class SecretUnavailable(CodeModeError):
+    """A ``${VAR}`` needed at connect time is not set. Names the key, never a value."""
+
+
+class SourceUnavailable(CodeModeError):
+    """A source could not start, connect or list its tools. The message is sanitized."""
+
+
+class CompileFailure(CodeModeError):
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic
+
+
+class ToolError(Exception):
+    """Raised by a tool to refuse a call with a message the model may see.
+
+    ``cause`` (or the exception chained with ``raise ... from``) reaches only the host log.
+    ``code`` is an optional tool-specific string reported as ``details.upstream_code``;
+    the run-level code is always ``TOOL_ERROR``.
+    """
+
+    def __init__(
+        self, message: str, *, cause: BaseException | str | None = None, code: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.cause = cause
+        self.code = code

@@ -1,0 +1,164 @@
+"""The ``ToolProvider`` protocol: one source of tools behind one catalog contract.
+
+A provider discovers tools (``start``), performs calls (``call_tool``), reports its
+health and closes. Everything protocol-specific (MCP sessions, HTTP clients, imports)
+stays behind it. The bridge validates arguments before a provider sees them and checks
+results after; a provider only turns arguments into a call and a reply into a
+``ToolOutput``.
+
+A provider fails by raising:
+
+- ``ToolError``: the tool refused (MCP ``isError``, HTTP 4xx/5xx); message is model-visible.
+- ``SourceUnavailable``: the source cannot be reached now (sanitized message).
+- anything else: an unexpected host failure; the bridge sanitizes it.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+JsonObject = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool as a provider discovered it, before the catalog normalizes it."""
+
+    name: str
+    description: str = ""
+    input_schema: Mapping[str, Any] = field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+    output_schema: Mapping[str, Any] | None = None
+    annotations: Mapping[str, Any] = field(default_factory=dict)
+    """Untrusted hints (``readOnlyHint``, ``destructiveHint``, ``title``...)."""
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    """Opaque sideband (MCP ``_meta``). Host-side only: never shown to the sandbox."""
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+    """Where the tool came from (``{"operation": "GET /pets/{id}"}``); host-side only."""
+    default_dialect: str | None = None
+    """``$schema`` to assume when the schema declares none (e.g. draft-07 for old MCP)."""
+    deprecated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedTool:
+    """A tool the provider saw but will not expose, with the precise reason."""
+
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Discovery:
+    tools: tuple[ToolSpec, ...] = ()
+    skipped: tuple[SkippedTool, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """A successful reply, in the computation-facing shape the sandbox receives.
+
+    ``content`` holds normalized blocks::
+
+        {"type": "text", "text": str}
+        {"type": "image" | "audio", "mimeType": str, "data": <base64 str>}
+        {"type": "resource_link", "uri": str, "name": str, "mimeType"?: str, ...}
+        {"type": "resource", "resource": {"uri": str, "mimeType"?: str,
+                                          "text": str | "blob": <base64 str>}}
+
+    ``structured_content`` is the tool's JSON value; ``None`` means absent.
+    """
+
+    content: tuple[JsonObject, ...] = ()
+    structured_content: Any = None
+
+
+class HealthStatus(enum.StrEnum):
+    CONNECTING = "connecting"
+    OK = "ok"
+    DEGRADED = "degraded"
+    """Up, but something is wrong (some tools quarantined, a reconnect under way)."""
+    UNAVAILABLE = "unavailable"
+    CLOSED = "closed"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceHealth:
+    source: str
+    kind: str
+    status: HealthStatus
+    message: str = ""
+    """Sanitized: never a secret, header or environment value."""
+    tools: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "kind": self.kind,
+            "status": str(self.status),
+            "message": self.message,
+            "tools": self.tools,
+        }
+
+
+ProgressCallback = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class CallContext:
+    """What a provider knows about the call it is serving."""
+
+    execution_id: str
+    call_id: int
+    timeout_s: float
+    """The provider should give up (and cancel upstream) after this; the bridge also enforces it."""
+    max_result_bytes: int
+    """Stop reading a reply larger than this and raise ``ResultTooLarge``."""
+    report_progress: ProgressCallback = field(default=lambda _message: None)
+    """Sanitized, short upstream progress text; the bridge bounds count and rate."""
+
+
+class ResultTooLarge(Exception):
+    """A provider stopped reading a reply over ``CallContext.max_result_bytes``."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"tool result exceeds {limit} bytes")
+        self.limit = limit
+
+
+DiscoveryListener = Callable[[Discovery], None]
+
+
+@runtime_checkable
+class ToolProvider(Protocol):
+    """One source of tools. ``name`` is the namespace, preserved exactly."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    async def start(self, on_change: DiscoveryListener) -> Discovery:
+        """Connect and discover. Raise ``SourceUnavailable`` when the source cannot come up.
+
+        A provider that reconnects later (or sees its tool list change) calls ``on_change``
+        with the complete new discovery; the catalog swaps that source's tools atomically.
+        """
+        ...
+
+    def call_tool(
+        self, name: str, arguments: JsonObject, context: CallContext
+    ) -> Awaitable[ToolOutput]:
+        """Perform one call with validated arguments. Never replays a failed call."""
+        ...
+
+    def health(self) -> SourceHealth: ...
+
+    async def aclose(self) -> None:
+        """Cancel reconnects, close sessions, terminate child processes. Idempotent."""
+        ...

@@ -1,0 +1,86 @@
+"""The ``CodeSandbox`` protocol: run compiled JavaScript whose only way out is ``tools.*``.
+
+The sandbox never sees a catalog, a provider or a credential. It hands every tool call to
+the ``SandboxHost`` (the bridge) and settles the promise with what comes back. Every
+adapter must pass ``tests/conformance/sandbox``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from codemodekit.errors import Diagnostic
+from codemodekit.limits import Limits
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledProgram:
+    """JavaScript ready for a sandbox, produced by ``CodeCompiler``.
+
+    ``javascript`` is one expression that evaluates to a Promise (the user's code wrapped
+    as the body of an async function). Line ``N`` of the user's code is line
+    ``N + line_offset`` of ``javascript``; columns are unchanged.
+    """
+
+    javascript: str
+    line_offset: int
+    source: str
+    """The user's original TypeScript, for excerpts under diagnostics."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    level: str
+    """``log`` | ``info`` | ``warn`` | ``error`` | ``debug``; ``truncated`` for the marker."""
+    message: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"level": self.level, "message": self.message}
+
+
+class ToolCallRejected(Exception):
+    """Raised by ``SandboxHost.call_tool``: becomes a catchable JS ``Error`` in the sandbox.
+
+    The JS error has ``name = "ToolCallError"``, ``code``, ``tool`` and ``message`` from the
+    diagnostic. If the user's code does not catch it, the run's diagnostic is this one
+    (with the location of the user's call site when known).
+    """
+
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic
+
+
+class SandboxHost(Protocol):
+    """The trusted side, as seen by a sandbox."""
+
+    def call_tool(self, source: str, tool: str, arguments: Any) -> Awaitable[Any]:
+        """Perform one call. Returns the JSON-ready ``ToolResult`` for the sandbox or raises
+        ``ToolCallRejected``. The host applies queueing, policy and every bound; the sandbox
+        may start many calls at once."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxOutcome:
+    ok: bool
+    value: Any = None
+    """The returned value after a JSON round trip (``undefined`` → ``None``)."""
+    diagnostic: Diagnostic | None = None
+    logs: tuple[LogEntry, ...] = ()
+    compute_ms: float = 0.0
+
+
+class CodeSandbox(Protocol):
+    def run(self, program: CompiledProgram, host: SandboxHost, limits: Limits) -> Awaitable[SandboxOutcome]:
+        """Run one program in a fresh, isolated context and dispose of it.
+
+        Reports ``UNCAUGHT_EXCEPTION``, ``COMPUTE_LIMIT``, ``MEMORY_LIMIT``,
+        ``RESULT_NOT_SERIALIZABLE``, ``RESULT_TOO_LARGE`` (and ``COMPILE_ERROR`` for syntax the
+        engine rejects) as outcomes. Wall time is enforced by the caller through cancellation:
+        on ``CancelledError`` the sandbox stops, cancels its in-flight host calls, disposes
+        the context and re-raises.
+        """
+        ...

@@ -1,0 +1,27 @@
+"""``codemode.toml``: raw models mirror the file, ``Spec`` is the frozen result."""
+
+from codemodekit.spec.model import (
+    McpHttpSource,
+    McpStdioSource,
+    OpenApiSource,
+    PolicyRule,
+    PolicySpec,
+    PythonSource,
+    SecretTemplate,
+    SourceSpec,
+    Spec,
+    resolve_all,
+)
+
+__all__ = [
+    "McpHttpSource",
+    "McpStdioSource",
+    "OpenApiSource",
+    "PolicyRule",
+    "PolicySpec",
+    "PythonSource",
+    "SecretTemplate",
+    "SourceSpec",
+    "Spec",
+    "resolve_all",
+]
