@@ -30,3 +30,17 @@ def node_package(name: str) -> Path:
     if not path.exists():
         pytest.skip(f"{name} is missing: run `npm install --prefix tests/js` (done by .ci/run)")
     return path
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-goldens",
+        action="store_true",
+        help="rewrite tests/golden files from the current output instead of comparing",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from tests import golden
+
+    golden.set_update(bool(config.getoption("--update-goldens", default=False)))
