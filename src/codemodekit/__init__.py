@@ -1,4 +1,9 @@
-"""CodeModeKit: a large tool catalog behind sandboxed TypeScript."""
+"""CodeModeKit: a large tool catalog behind sandboxed TypeScript.
+
+from codemodekit import CodeMode, load_spec
+async with CodeMode.from_spec(load_spec("codemode.toml")) as cm:
+    result = await cm.run("return await tools.app.lookup({ id: '1' })")
+"""
 
 from __future__ import annotations
 
@@ -16,18 +21,51 @@ from codemodekit.errors import (
     ToolError,
 )
 from codemodekit.limits import Limits
+from codemodekit.policy import (
+    PolicyDecision,
+    ToolCallRequest,
+    allow_all_tool_calls,
+    deny_all_tool_calls,
+    rules_policy,
+)
+from codemodekit.providers.base import SourceHealth, ToolProvider
+from codemodekit.providers.local import define_tool, local
+from codemodekit.run import CodeMode, ProgressEvent, RunResult
+from codemodekit.sandbox.base import LogEntry
+from codemodekit.spec.model import Spec
+
+try:  # the spec loader lands with the spec issue
+    from codemodekit.spec import SpecError, load_spec
+except ImportError:  # pragma: no cover
+    pass
 
 __all__ = [
     "Catalog",
+    "CodeMode",
     "CodeModeError",
     "Diagnostic",
     "ErrorCode",
     "Limits",
     "Location",
+    "LogEntry",
     "Phase",
+    "PolicyDecision",
+    "ProgressEvent",
+    "RunResult",
     "SecretUnavailable",
+    "SourceHealth",
     "SourceUnavailable",
+    "Spec",
+    "SpecError",
+    "ToolCallRequest",
     "ToolDefinition",
     "ToolError",
+    "ToolProvider",
     "__version__",
+    "allow_all_tool_calls",
+    "define_tool",
+    "deny_all_tool_calls",
+    "load_spec",
+    "local",
+    "rules_policy",
 ]

@@ -1,0 +1,366 @@
+"""ToolBridge: the trusted boundary between sandbox calls and providers.
+
+One bridge serves one run. For every ``tools.<source>.<tool>(args)`` it:
+
+resolve address → check visibility → validate and bound the input → queue at
+``max_concurrent_tool_calls`` → ask the policy → dispatch under ``tool_call_time_ms`` →
+check and bound the result → hand it back to the sandbox.
+
+Every failure becomes a ``ToolCallRejected`` carrying a model-safe ``Diagnostic``; the
+sandbox turns it into a catchable JavaScript error. A failed call is never replayed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import json
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from codemodekit.catalog import Catalog, ToolDefinition, tool_address
+from codemodekit.errors import (
+    Diagnostic,
+    ErrorCode,
+    SecretUnavailable,
+    SourceUnavailable,
+    ToolError,
+    new_correlation_id,
+)
+from codemodekit.limits import Limits
+from codemodekit.policy import ToolCallRequest, ToolPolicy, decide
+from codemodekit.providers.base import CallContext, ResultTooLarge, ToolOutput, ToolProvider
+from codemodekit.sandbox.base import ToolCallRejected
+from codemodekit.schema import Validator
+
+log = logging.getLogger("codemodekit.bridge")
+
+MAX_MESSAGE_CHARS = 1_000
+"""Bound on any model-visible message that carries upstream text."""
+
+ToolEvent = Callable[[str, str, str], None]
+"""``(kind, address, message)`` for progress: ``tool_call_started`` and friends."""
+
+
+def bounded(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    return text[: limit - 1] + "…"
+
+
+def _suggest(word: str, candidates: list[str]) -> str:
+    close = difflib.get_close_matches(word, candidates, n=3, cutoff=0.6)
+    if not close:
+        return ""
+    return " Did you mean " + " or ".join(f"`{c}`" for c in close) + "?"
+
+
+def _json_size(value: Any) -> int:
+    """UTF-8 size of ``value`` as JSON; raises ValueError/TypeError for non-JSON data."""
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return len(text.encode("utf-8"))
+
+
+class ToolBridge:
+    """Serves one run's tool calls (the sandbox's ``SandboxHost``)."""
+
+    def __init__(
+        self,
+        *,
+        catalog: Callable[[], Catalog],
+        providers: Mapping[str, ToolProvider],
+        policy: ToolPolicy,
+        limits: Limits,
+        execution_id: str,
+        on_event: ToolEvent | None = None,
+    ) -> None:
+        self._catalog = catalog
+        self._providers = providers
+        self._policy = policy
+        self._limits = limits
+        self._execution_id = execution_id
+        self._on_event = on_event
+        self._slots = asyncio.Semaphore(limits.max_concurrent_tool_calls)
+        self._timeout_s = limits.tool_call_time_ms / 1000
+        self.calls_started = 0
+        self.bridge_bytes = 0
+
+    def _reject(
+        self,
+        code: ErrorCode,
+        message: str,
+        *,
+        address: str | None = None,
+        source: str | None = None,
+        correlation_id: str | None = None,
+        details: tuple[tuple[str, Any], ...] = (),
+    ) -> ToolCallRejected:
+        return ToolCallRejected(
+            Diagnostic(
+                code,
+                bounded(message),
+                tool=address,
+                source=source,
+                correlation_id=correlation_id,
+                details=details,
+            )
+        )
+
+    def _account(self, size: int, address: str, source: str) -> None:
+        self.bridge_bytes += size
+        if self.bridge_bytes > self._limits.total_bridge_bytes:
+            raise self._reject(
+                ErrorCode.BRIDGE_LIMIT,
+                f"this run moved more than {self._limits.total_bridge_bytes} bytes across "
+                "the tool bridge (total_bridge_bytes); request less data per call",
+                address=address,
+                source=source,
+            )
+
+    def _resolve(self, source: str, tool: str) -> tuple[ToolDefinition, Catalog]:
+        catalog = self._catalog()
+        address = tool_address(source, tool)
+        if source not in catalog.sources:
+            raise self._reject(
+                ErrorCode.SOURCE_NOT_FOUND,
+                f"there is no tool source {source!r}."
+                + _suggest(source, list(catalog.sources))
+                + " Use search_tools to find tools.",
+                address=address,
+                source=source,
+            )
+        definition = catalog.get(source, tool)
+        if definition is None:
+            names = [t.name for t in catalog.source_tools(source)]
+            if not names and source in self._providers:
+                health = self._providers[source].health()
+                raise self._reject(
+                    ErrorCode.SOURCE_UNAVAILABLE,
+                    f"source {source!r} is unavailable ({health.status}); its tools are not "
+                    f"known yet. {health.message}".strip(),
+                    address=address,
+                    source=source,
+                )
+            raise self._reject(
+                ErrorCode.TOOL_NOT_FOUND,
+                f"source {source!r} has no tool {tool!r}." + _suggest(tool, names),
+                address=address,
+                source=source,
+            )
+        return definition, catalog
+
+    async def call_tool(self, source: str, tool: str, arguments: Any) -> Any:
+        self.calls_started += 1
+        address = tool_address(source, tool)
+        if self.calls_started > self._limits.max_tool_calls:
+            raise self._reject(
+                ErrorCode.TOOL_CALL_LIMIT,
+                f"this run already made {self._limits.max_tool_calls} tool calls "
+                "(max_tool_calls); batch work into fewer calls",
+                address=address,
+                source=source,
+            )
+        call_id = self.calls_started
+        definition, catalog = self._resolve(source, tool)
+        if not definition.available:
+            raise self._reject(
+                ErrorCode.TOOL_SCHEMA_UNSUPPORTED,
+                f"{address} cannot be called: {definition.quarantine}",
+                address=address,
+                source=source,
+            )
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise self._reject(
+                ErrorCode.TOOL_INPUT_INVALID,
+                f"{address} takes one object argument, got {type(arguments).__name__}",
+                address=address,
+                source=source,
+            )
+        try:
+            size = _json_size(arguments)
+        except (TypeError, ValueError):
+            raise self._reject(
+                ErrorCode.TOOL_INPUT_INVALID,
+                f"the arguments of {address} are not JSON data",
+                address=address,
+                source=source,
+            ) from None
+        self._account(size, address, source)
+        validators = catalog.validators(source, tool)
+        if validators is None:  # pragma: no cover - quarantined tools were rejected above
+            raise self._reject(ErrorCode.TOOL_SCHEMA_UNSUPPORTED, f"{address} has no validator")
+        issue = validators[0].first_error(arguments)
+        if issue is not None:
+            raise self._reject(
+                ErrorCode.TOOL_INPUT_INVALID,
+                f"invalid input for {address} at {issue.path}: {issue.message}",
+                address=address,
+                source=source,
+                details=(("path", issue.path),),
+            )
+        async with self._slots:
+            return await self._dispatch(definition, validators[1], call_id, arguments)
+
+    async def _dispatch(
+        self,
+        definition: ToolDefinition,
+        output_validator: Validator | None,
+        call_id: int,
+        arguments: dict[str, Any],
+    ) -> Any:
+        address, source = definition.address, definition.source
+        request = ToolCallRequest(
+            address=address,
+            source=source,
+            tool=definition.name,
+            arguments=arguments,
+            annotations=definition.annotations,
+            execution_id=self._execution_id,
+        )
+        verdict = await decide(self._policy, request, timeout_s=self._timeout_s)
+        if not verdict.allowed:
+            raise self._reject(
+                ErrorCode.TOOL_DENIED,
+                f"{address} was denied: {verdict.reason or 'denied by policy'}",
+                address=address,
+                source=source,
+            )
+        provider = self._providers.get(source)
+        if provider is None:  # pragma: no cover - the catalog only lists configured sources
+            raise self._reject(ErrorCode.SOURCE_UNAVAILABLE, f"source {source!r} is not running")
+        self._emit("tool_call_started", address, f"calling {address}")
+        context = CallContext(
+            execution_id=self._execution_id,
+            call_id=call_id,
+            timeout_s=self._timeout_s,
+            max_result_bytes=self._limits.tool_result_bytes,
+            report_progress=lambda message: self._emit(
+                "tool_progress", address, bounded(message, 200)
+            ),
+        )
+        outcome = "failed"
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                output = await provider.call_tool(definition.name, arguments, context)
+            result = self._check_result(definition, output_validator, output)
+            outcome = "finished"
+            return result
+        except ToolCallRejected:
+            raise
+        except ToolError as exc:
+            if exc.cause is not None or exc.__cause__ is not None:
+                log.info(
+                    "tool %s refused (execution %s, call %d): %r",
+                    address,
+                    self._execution_id,
+                    call_id,
+                    exc.cause or exc.__cause__,
+                )
+            details = (("upstream_code", exc.code),) if exc.code else ()
+            raise self._reject(
+                ErrorCode.TOOL_ERROR, exc.message, address=address, source=source, details=details
+            ) from None
+        except TimeoutError:
+            raise self._reject(
+                ErrorCode.TOOL_TIMEOUT,
+                f"{address} did not answer within {self._limits.tool_call_time_ms} ms",
+                address=address,
+                source=source,
+            ) from None
+        except (SourceUnavailable, SecretUnavailable) as exc:
+            raise self._reject(
+                ErrorCode.SOURCE_UNAVAILABLE,
+                f"source {source!r} is unavailable: {exc}",
+                address=address,
+                source=source,
+            ) from None
+        except ResultTooLarge:
+            raise self._reject(
+                ErrorCode.TOOL_RESULT_TOO_LARGE,
+                f"{address} returned more than {self._limits.tool_result_bytes} bytes "
+                "(tool_result_bytes); ask for less data",
+                address=address,
+                source=source,
+            ) from None
+        except asyncio.CancelledError:
+            outcome = "cancelled"
+            raise
+        except Exception:
+            correlation_id = new_correlation_id()
+            log.exception(
+                "tool %s failed unexpectedly (execution %s, call %d, correlation %s)",
+                address,
+                self._execution_id,
+                call_id,
+                correlation_id,
+            )
+            raise self._reject(
+                ErrorCode.TOOL_INTERNAL_ERROR,
+                f"{address} failed with an internal error (correlation id {correlation_id})",
+                address=address,
+                source=source,
+                correlation_id=correlation_id,
+            ) from None
+        finally:
+            self._emit("tool_call_finished", address, f"{address} {outcome}")
+
+    def _check_result(
+        self, definition: ToolDefinition, output_validator: Validator | None, output: ToolOutput
+    ) -> Any:
+        address, source = definition.address, definition.source
+        if not isinstance(output, ToolOutput):
+            raise self._reject(
+                ErrorCode.TOOL_RESULT_INVALID,
+                f"{address} returned an invalid result",
+                address=address,
+                source=source,
+            )
+        result: dict[str, Any] = {"content": list(output.content)}
+        if output.structured_content is not None:
+            result["structuredContent"] = output.structured_content
+        try:
+            size = _json_size(result)
+        except (TypeError, ValueError) as exc:
+            reason = "is circular" if "ircular" in str(exc) else "is not JSON data"
+            raise self._reject(
+                ErrorCode.TOOL_RESULT_INVALID,
+                f"the result of {address} {reason}",
+                address=address,
+                source=source,
+            ) from None
+        if size > self._limits.tool_result_bytes:
+            raise self._reject(
+                ErrorCode.TOOL_RESULT_TOO_LARGE,
+                f"{address} returned {size} bytes; the limit is {self._limits.tool_result_bytes} "
+                "(tool_result_bytes)",
+                address=address,
+                source=source,
+            )
+        self._account(size, address, source)
+        if output_validator is not None:
+            if output.structured_content is None:
+                raise self._reject(
+                    ErrorCode.TOOL_RESULT_INVALID,
+                    f"{address} declares an output schema but returned no structuredContent",
+                    address=address,
+                    source=source,
+                )
+            issue = output_validator.first_error(output.structured_content)
+            if issue is not None:
+                raise self._reject(
+                    ErrorCode.TOOL_RESULT_INVALID,
+                    f"the result of {address} does not match its output schema at "
+                    f"{issue.path}: {issue.message}",
+                    address=address,
+                    source=source,
+                    details=(("path", issue.path),),
+                )
+        return result
+
+    def _emit(self, kind: str, address: str, message: str) -> None:
+        if self._on_event is not None:
+            self._on_event(kind, address, message)

@@ -1,0 +1,152 @@
+"""Host-side tool policy: every call is allowed or denied outside the sandbox.
+
+There is no implicit allow-all. A policy is a callable (sync or async) that receives a
+``ToolCallRequest`` after input validation and before dispatch, and returns ``"allow"``,
+``"deny"`` or a ``PolicyDecision``. Anything else, an exception, or no answer within the
+deadline denies the call (fail closed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import inspect
+import logging
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+from codemodekit.spec.model import PolicyRule, PolicySpec
+
+log = logging.getLogger("codemodekit.policy")
+
+Decision = Literal["allow", "deny"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRequest:
+    """What a policy sees. ``annotations`` are untrusted hints from the tool's source."""
+
+    address: str
+    """Exact callable expression: ``tools.github.get_issue``."""
+    source: str
+    tool: str
+    arguments: Mapping[str, Any]
+    """Already validated against the tool's input schema."""
+    annotations: Mapping[str, Any]
+    execution_id: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.source}.{self.tool}"
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyDecision:
+    decision: Decision
+    reason: str | None = None
+    """Model-visible when the call is denied: keep it short and free of secrets."""
+
+    @property
+    def allowed(self) -> bool:
+        return self.decision == "allow"
+
+
+PolicyResult: TypeAlias = "Decision | PolicyDecision"
+ToolPolicy: TypeAlias = Callable[[ToolCallRequest], "PolicyResult | Awaitable[PolicyResult]"]
+
+ALLOW = PolicyDecision("allow")
+
+
+def allow_all_tool_calls() -> ToolPolicy:
+    """Allow every call. For examples and trusted environments: say so explicitly."""
+
+    def allow_all(_request: ToolCallRequest) -> PolicyDecision:
+        return ALLOW
+
+    return allow_all
+
+
+def deny_all_tool_calls(reason: str = "tool calls are disabled by policy") -> ToolPolicy:
+    decision = PolicyDecision("deny", reason)
+
+    def deny_all(_request: ToolCallRequest) -> PolicyDecision:
+        return decision
+
+    return deny_all
+
+
+def _compile_glob(pattern: str) -> re.Pattern[str]:
+    return re.compile(fnmatch.translate(pattern))
+
+
+class RulesPolicy:
+    """``[policy]`` of codemode.toml: ordered rules, first match wins, then ``default``.
+
+    A rule with ``read_only = true`` matches only tools annotated ``readOnlyHint: true``.
+    """
+
+    def __init__(self, spec: PolicySpec) -> None:
+        self.spec = spec
+        self._rules: tuple[tuple[re.Pattern[str], PolicyRule], ...] = tuple(
+            (_compile_glob(rule.tools), rule) for rule in spec.rules
+        )
+
+    def __call__(self, request: ToolCallRequest) -> PolicyDecision:
+        key = request.key
+        read_only = request.annotations.get("readOnlyHint") is True
+        for pattern, rule in self._rules:
+            if not pattern.match(key):
+                continue
+            if rule.read_only and not read_only:
+                continue
+            if rule.decision == "allow":
+                return ALLOW
+            return PolicyDecision("deny", f"denied by policy rule tools = {rule.tools!r}")
+        if self.spec.default == "allow":
+            return ALLOW
+        return PolicyDecision("deny", f"no policy rule allows {key} (default is deny)")
+
+
+def rules_policy(spec: PolicySpec) -> ToolPolicy:
+    return RulesPolicy(spec)
+
+
+async def decide(
+    policy: ToolPolicy, request: ToolCallRequest, *, timeout_s: float
+) -> PolicyDecision:
+    """Ask ``policy``; fail closed on anything but a valid decision."""
+    try:
+        answer: Any = policy(request)
+        if inspect.isawaitable(answer):
+            async with asyncio.timeout(timeout_s):
+                answer = await answer
+    except TimeoutError:
+        return PolicyDecision("deny", "the tool policy did not answer in time")
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        log.exception("tool policy raised for %s; denying", request.key)
+        return PolicyDecision("deny", "the tool policy failed")
+    if isinstance(answer, PolicyDecision) and answer.decision in ("allow", "deny"):
+        return answer
+    if answer == "allow" and isinstance(answer, str):
+        return ALLOW
+    if answer == "deny" and isinstance(answer, str):
+        return PolicyDecision("deny", "denied by the tool policy")
+    log.error("tool policy returned %r for %s; denying", type(answer).__name__, request.key)
+    return PolicyDecision("deny", "the tool policy returned no valid decision")
+
+
+def describe(policy: ToolPolicy) -> Mapping[str, Any]:
+    """A loggable summary (never the arguments of any call)."""
+    if isinstance(policy, RulesPolicy):
+        return {
+            "default": policy.spec.default,
+            "rules": [
+                {"tools": r.tools, "decision": r.decision, "read_only": r.read_only}
+                for r in policy.spec.rules
+            ],
+        }
+    return {"callable": getattr(policy, "__qualname__", type(policy).__name__)}

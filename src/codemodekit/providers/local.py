@@ -1,0 +1,240 @@
+"""Python functions as tools: ``define_tool``, ``local`` and ``type = "python"`` modules.
+
+Local tools run on the trusted host, never inside the sandbox. Their arguments have been
+validated by the bridge; their results cross the same result checks as any other source.
+A sync function runs in a worker thread so it never blocks the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from codemodekit.errors import SourceUnavailable
+from codemodekit.providers.base import (
+    CallContext,
+    Discovery,
+    DiscoveryListener,
+    HealthStatus,
+    SourceHealth,
+    ToolOutput,
+    ToolSpec,
+)
+
+ToolFunction = Callable[[Any], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class LocalTool:
+    """A tool made with ``define_tool``. Immutable; share it between sources freely."""
+
+    description: str
+    input_schema: Mapping[str, Any]
+    execute: ToolFunction
+    output_schema: Mapping[str, Any] | None = None
+    annotations: Mapping[str, Any] = field(default_factory=dict)
+    name: str | None = None
+    input_model: type[BaseModel] | None = None
+
+    def spec(self, name: str) -> ToolSpec:
+        return ToolSpec(
+            name=name,
+            description=self.description,
+            input_schema=self.input_schema,
+            output_schema=self.output_schema,
+            annotations=self.annotations,
+            provenance={"kind": "python", "function": _qualname(self.execute)},
+        )
+
+
+def _qualname(fn: Callable[..., Any]) -> str:
+    module = getattr(fn, "__module__", None) or "?"
+    return f"{module}.{getattr(fn, '__qualname__', type(fn).__name__)}"
+
+
+def define_tool(
+    *,
+    description: str,
+    execute: ToolFunction,
+    input_schema: Mapping[str, Any] | None = None,
+    input_model: type[BaseModel] | None = None,
+    output_schema: Mapping[str, Any] | None = None,
+    annotations: Mapping[str, Any] | None = None,
+    name: str | None = None,
+) -> LocalTool:
+    """Describe a Python function as a tool.
+
+    ``execute(args)`` receives the validated arguments: a dict, or an instance of
+    ``input_model`` when one is given (its JSON Schema becomes the input schema). It may be
+    sync or async and returns JSON data (or a pydantic model). Raise ``ToolError`` to refuse
+    with a model-visible message.
+    """
+    if not callable(execute):
+        raise TypeError("define_tool: execute must be callable")
+    if (input_schema is None) == (input_model is None):
+        raise TypeError("define_tool: pass exactly one of input_schema or input_model")
+    if input_model is not None:
+        if not (isinstance(input_model, type) and issubclass(input_model, BaseModel)):
+            raise TypeError("define_tool: input_model must be a pydantic BaseModel subclass")
+        schema: Mapping[str, Any] = input_model.model_json_schema()
+    else:
+        assert input_schema is not None
+        if not isinstance(input_schema, Mapping):
+            raise TypeError("define_tool: input_schema must be a JSON Schema object (a dict)")
+        schema = dict(input_schema)
+    return LocalTool(
+        description=description,
+        input_schema=schema,
+        execute=execute,
+        output_schema=None if output_schema is None else dict(output_schema),
+        annotations=dict(annotations or {}),
+        name=name,
+        input_model=input_model,
+    )
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(type(fn), "__call__", None)
+    return not inspect.isfunction(fn) and call is not None and inspect.iscoroutinefunction(call)
+
+
+def _to_json_value(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    return value
+
+
+class LocalToolProvider:
+    """A source of Python tools. Built by ``local(name, tools)`` or from a module."""
+
+    kind = "python"
+
+    def __init__(self, name: str, tools: Mapping[str, LocalTool]) -> None:
+        self._name = name
+        self._tools = dict(tools)
+        self._closed = False
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    async def start(self, on_change: DiscoveryListener) -> Discovery:
+        return Discovery(tools=tuple(tool.spec(name) for name, tool in self._tools.items()))
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: CallContext
+    ) -> ToolOutput:
+        tool = self._tools.get(name)
+        if tool is None or self._closed:
+            raise SourceUnavailable(f"source {self._name!r} has no tool {name!r}")
+        args: Any = arguments
+        if tool.input_model is not None:
+            args = tool.input_model.model_validate(arguments)
+        if _is_async(tool.execute):
+            result = await tool.execute(args)
+        else:
+            result = await asyncio.to_thread(tool.execute, args)
+            if inspect.isawaitable(result):
+                result = await result
+        value = _to_json_value(result)
+        return ToolOutput(structured_content=value)
+
+    def health(self) -> SourceHealth:
+        status = HealthStatus.CLOSED if self._closed else HealthStatus.OK
+        return SourceHealth(self._name, self.kind, status, tools=len(self._tools))
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+
+def local(name: str, tools: Mapping[str, LocalTool] | Iterable[LocalTool]) -> LocalToolProvider:
+    """A source named ``name`` (the namespace) of Python tools.
+
+    ``tools`` maps tool names to ``define_tool`` results, or is an iterable of tools that
+    were given ``name=``.
+    """
+    if isinstance(tools, Mapping):
+        table = dict(tools)
+    else:
+        table = {}
+        for tool in tools:
+            if not tool.name:
+                raise TypeError("local(): a tool in a list needs define_tool(name=...)")
+            table[tool.name] = tool
+    for key, tool in table.items():
+        if not isinstance(tool, LocalTool):
+            raise TypeError(f"local(): {key!r} is not a tool made with define_tool")
+    return LocalToolProvider(name, table)
+
+
+def tools_of_module(module: object) -> dict[str, LocalTool]:
+    """The module's ``define_tool`` attributes (``__all__`` respected when present)."""
+    names: Iterable[str] = getattr(module, "__all__", None) or [
+        n for n in vars(module) if not n.startswith("_")
+    ]
+    found: dict[str, LocalTool] = {}
+    for attr in names:
+        value = getattr(module, attr, None)
+        if isinstance(value, LocalTool):
+            found[value.name or attr] = value
+    return found
+
+
+class PythonModuleProvider(LocalToolProvider):
+    """``[sources.X] type = "python"``: imports ``module`` when the source starts."""
+
+    def __init__(self, name: str, module: str, *, paths: Iterable[Path] = ()) -> None:
+        super().__init__(name, {})
+        self._module = module
+        self._paths = tuple(str(p) for p in paths)
+        self._error: str | None = None
+
+    async def start(self, on_change: DiscoveryListener) -> Discovery:
+        for path in self._paths:
+            if path not in sys.path:
+                sys.path.insert(0, path)
+        try:
+            module = importlib.import_module(self._module)
+        except ModuleNotFoundError as exc:
+            self._error = (
+                f"python module {self._module!r} was not found ({exc.name} is missing); "
+                "check `module` and `path` of this source"
+            )
+            raise SourceUnavailable(self._error) from None
+        except Exception as exc:
+            self._error = f"importing python module {self._module!r} failed: {type(exc).__name__}"
+            raise SourceUnavailable(self._error) from exc
+        self._tools = tools_of_module(module)
+        if not self._tools:
+            self._error = (
+                f"python module {self._module!r} exposes no tools: define module attributes "
+                "with codemodekit.define_tool(...)"
+            )
+            raise SourceUnavailable(self._error)
+        self._error = None
+        return await super().start(on_change)
+
+    def health(self) -> SourceHealth:
+        if self._error is not None:
+            return SourceHealth(self.name, self.kind, HealthStatus.UNAVAILABLE, self._error)
+        return super().health()
+
+
+__all__ = [
+    "LocalTool",
+    "LocalToolProvider",
+    "PythonModuleProvider",
+    "define_tool",
+    "local",
+    "tools_of_module",
+]

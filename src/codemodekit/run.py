@@ -1,0 +1,406 @@
+"""``CodeMode``: the facade that compiles, runs and bridges one piece of model-written code.
+
+Entering the context connects every source (each may fail alone) and builds the catalog;
+``run`` never raises for expected failures and returns a ``RunResult``; leaving closes every
+source and child process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal
+
+from codemodekit.bridge import ToolBridge
+from codemodekit.catalog import Catalog
+from codemodekit.compiler import CodeCompiler
+from codemodekit.errors import (
+    CompileFailure,
+    Diagnostic,
+    ErrorCode,
+    SecretUnavailable,
+    SourceUnavailable,
+    new_correlation_id,
+)
+from codemodekit.limits import Limits
+from codemodekit.policy import ToolPolicy, rules_policy
+from codemodekit.providers.base import (
+    Discovery,
+    HealthStatus,
+    SourceHealth,
+    ToolProvider,
+)
+from codemodekit.sandbox.base import CodeSandbox, LogEntry
+
+if TYPE_CHECKING:
+    from codemodekit.spec.model import Spec
+
+log = logging.getLogger("codemodekit")
+
+ProgressKind = Literal[
+    "started", "tool_call_started", "tool_progress", "tool_call_finished", "finished"
+]
+
+START_TIMEOUT_S = 60.0
+"""Upper bound on connecting all sources; a source still not up is reported unavailable."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressEvent:
+    execution_id: str
+    sequence: int
+    """Strictly increasing within a run, starting at 1."""
+    kind: ProgressKind
+    message: str
+    tool: str | None = None
+
+
+ProgressCallback = Callable[[ProgressEvent], "None | Awaitable[None]"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    ok: bool
+    execution_id: str
+    value: Any = None
+    logs: tuple[LogEntry, ...] = ()
+    diagnostic: Diagnostic | None = None
+    tool_calls: int = 0
+    duration_ms: float = 0.0
+    catalog_revision: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "ok": self.ok,
+            "execution_id": self.execution_id,
+            "value": self.value,
+            "logs": [entry.to_json() for entry in self.logs],
+            "tool_calls": self.tool_calls,
+            "catalog_revision": self.catalog_revision,
+        }
+        if self.diagnostic is not None:
+            out["diagnostic"] = self.diagnostic.to_json()
+        return out
+
+
+class _Progress:
+    """Delivers a run's progress events in order, bounded in count."""
+
+    def __init__(self, execution_id: str, callback: ProgressCallback | None, limit: int) -> None:
+        self._execution_id = execution_id
+        self._callback = callback
+        self._limit = limit
+        self._sequence = 0
+        self._pending: asyncio.Queue[ProgressEvent] | None = None
+        self._pump: asyncio.Task[None] | None = None
+
+    def emit(self, kind: ProgressKind, message: str, tool: str | None = None) -> None:
+        if self._callback is None:
+            return
+        # Keep the last slot for "finished" so a consumer always sees the end.
+        if self._sequence >= self._limit - (0 if kind == "finished" else 1):
+            return
+        self._sequence += 1
+        event = ProgressEvent(self._execution_id, self._sequence, kind, message, tool)
+        if self._pending is not None:
+            self._pending.put_nowait(event)
+            return
+        try:
+            answer = self._callback(event)
+        except Exception:
+            log.exception("progress callback failed; further events are dropped")
+            self._callback = None
+            return
+        if inspect.isawaitable(answer):
+            # An async consumer: from now on events go through an ordered pump.
+            self._pending = asyncio.Queue()
+            self._pump = asyncio.ensure_future(self._drain(answer))
+
+    async def _drain(self, first: Awaitable[None]) -> None:
+        try:
+            await first
+            assert self._pending is not None
+            while True:
+                event = await self._pending.get()
+                if self._callback is None:
+                    continue
+                answer = self._callback(event)
+                if inspect.isawaitable(answer):
+                    await answer
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("progress callback failed; further events are dropped")
+            self._callback = None
+
+    async def close(self) -> None:
+        if self._pump is None or self._pending is None:
+            return
+        try:
+            async with asyncio.timeout(1.0):
+                while not self._pending.empty() and not self._pump.done():
+                    await asyncio.sleep(0)
+        except TimeoutError:
+            pass
+        self._pump.cancel()
+        await asyncio.gather(self._pump, return_exceptions=True)
+
+
+def _default_sandbox() -> CodeSandbox:
+    from codemodekit.sandbox.quickjs import QuickJsSandbox
+
+    return QuickJsSandbox()
+
+
+class CodeMode:
+    """Compile, sandbox and bridge model-written TypeScript over a catalog of tools.
+
+    ``policy`` is required: there is no implicit allow-all (use ``allow_all_tool_calls()``
+    explicitly where every call may proceed).
+    """
+
+    def __init__(
+        self,
+        *,
+        sources: Sequence[ToolProvider],
+        policy: ToolPolicy,
+        limits: Limits | None = None,
+        name: str = "codemode",
+        sandbox: CodeSandbox | None = None,
+        compiler: CodeCompiler | None = None,
+        spec: Spec | None = None,
+    ) -> None:
+        if policy is None or not callable(policy):
+            raise TypeError(
+                "CodeMode needs a tool policy: pass policy=allow_all_tool_calls() explicitly, "
+                "or a callable that returns 'allow' or 'deny'"
+            )
+        names = [p.name for p in sources]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"two sources share the name(s) {', '.join(duplicates)}")
+        self.name = name
+        self.limits = limits or Limits()
+        self.policy = policy
+        self.spec = spec
+        self._providers: dict[str, ToolProvider] = {p.name: p for p in sources}
+        self._sandbox = sandbox
+        self._compiler = compiler or CodeCompiler()
+        self._catalog = Catalog((), sources=names)
+        self._start_errors: dict[str, str] = {}
+        self._state: Literal["new", "started", "closed"] = "new"
+
+    @classmethod
+    def from_spec(
+        cls, spec: Spec, *, environ: Mapping[str, str] | None = None, **overrides: Any
+    ) -> CodeMode:
+        """Build from a loaded ``codemode.toml``; ``overrides`` replace constructor arguments."""
+        from codemodekit.providers.factory import providers_from_spec
+
+        kwargs: dict[str, Any] = {
+            "policy": rules_policy(spec.policy),
+            "limits": spec.limits,
+            "name": spec.name,
+            "spec": spec,
+        }
+        kwargs.update(overrides)
+        if "sources" not in kwargs:
+            kwargs["sources"] = providers_from_spec(spec, environ=environ)
+        return cls(**kwargs)
+
+    # -- lifecycle ----------------------------------------------------------------------
+    async def __aenter__(self) -> CodeMode:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def start(self) -> None:
+        """Connect every source concurrently and build the first catalog."""
+        if self._state != "new":
+            raise RuntimeError(f"CodeMode is already {self._state}")
+        self._state = "started"
+        names = list(self._providers)
+        results = await asyncio.gather(*(self._start_one(n) for n in names))
+        discoveries = {n: d for n, d in zip(names, results, strict=True) if d is not None}
+        self._catalog = Catalog.build(discoveries, sources=names)
+
+    async def _start_one(self, name: str) -> Discovery | None:
+        provider = self._providers[name]
+        try:
+            async with asyncio.timeout(START_TIMEOUT_S):
+                return await provider.start(self._listener(name))
+        except (SourceUnavailable, SecretUnavailable) as exc:
+            self._start_errors[name] = str(exc)
+            log.warning("source %r is unavailable: %s", name, exc)
+        except TimeoutError:
+            self._start_errors[name] = f"did not come up within {START_TIMEOUT_S:.0f} s"
+            log.warning("source %r did not start in time", name)
+        except Exception:
+            correlation_id = new_correlation_id()
+            self._start_errors[name] = f"failed to start (correlation id {correlation_id})"
+            log.exception("source %r failed to start (correlation %s)", name, correlation_id)
+        return None
+
+    def _listener(self, name: str) -> Callable[[Discovery], None]:
+        def on_change(discovery: Discovery) -> None:
+            if self._state != "started":
+                return
+            self._start_errors.pop(name, None)
+            # Swap the whole catalog: readers always see one consistent revision.
+            self._catalog = self._catalog.with_source(name, discovery)
+            log.info("source %r refreshed; catalog revision %s", name, self._catalog.revision)
+
+        return on_change
+
+    async def aclose(self) -> None:
+        if self._state == "closed":
+            return
+        self._state = "closed"
+        results = await asyncio.gather(
+            *(p.aclose() for p in self._providers.values()), return_exceptions=True
+        )
+        for name, result in zip(self._providers, results, strict=True):
+            if isinstance(result, BaseException):
+                log.warning("closing source %r failed: %r", name, result)
+
+    # -- views ----------------------------------------------------------------------------
+    @property
+    def catalog(self) -> Catalog:
+        return self._catalog
+
+    @property
+    def providers(self) -> Mapping[str, ToolProvider]:
+        return dict(self._providers)
+
+    @property
+    def health(self) -> tuple[SourceHealth, ...]:
+        out = []
+        for name, provider in self._providers.items():
+            health = provider.health()
+            error = self._start_errors.get(name)
+            if error and health.status in (HealthStatus.OK, HealthStatus.CONNECTING):
+                health = SourceHealth(name, health.kind, HealthStatus.UNAVAILABLE, error)
+            elif error and not health.message:
+                health = SourceHealth(name, health.kind, health.status, error, health.tools)
+            out.append(health)
+        return tuple(out)
+
+    @property
+    def degraded(self) -> bool:
+        return any(h.status != HealthStatus.OK for h in self.health)
+
+    # -- running ----------------------------------------------------------------------------
+    async def run(self, code: str, *, on_progress: ProgressCallback | None = None) -> RunResult:
+        """Run ``code`` (the body of an async function) and return its outcome.
+
+        Expected failures come back as ``RunResult(ok=False, diagnostic=...)``. Cancelling
+        the awaiting task cancels the sandbox and every in-flight tool call, then re-raises.
+        """
+        if self._state != "started":
+            raise RuntimeError("CodeMode is not started: use `async with CodeMode(...)` first")
+        execution_id = uuid.uuid4().hex
+        started = time.perf_counter()
+        progress = _Progress(execution_id, on_progress, self.limits.progress_events)
+        progress.emit("started", "run started")
+        bridge = ToolBridge(
+            catalog=lambda: self._catalog,
+            providers=self._providers,
+            policy=self.policy,
+            limits=self.limits,
+            execution_id=execution_id,
+            on_event=lambda kind, tool, message: progress.emit(kind, message, tool),  # type: ignore[arg-type]
+        )
+        revision = self._catalog.revision
+
+        def result(
+            ok: bool,
+            *,
+            value: Any = None,
+            logs: tuple[LogEntry, ...] = (),
+            diagnostic: Diagnostic | None = None,
+        ) -> RunResult:
+            return RunResult(
+                ok=ok,
+                execution_id=execution_id,
+                value=value,
+                logs=logs,
+                diagnostic=diagnostic,
+                tool_calls=bridge.calls_started,
+                duration_ms=(time.perf_counter() - started) * 1000,
+                catalog_revision=revision,
+            )
+
+        try:
+            try:
+                program = self._compiler.compile(code, max_source_bytes=self.limits.source_bytes)
+            except CompileFailure as failure:
+                return result(False, diagnostic=failure.diagnostic)
+            if self._sandbox is None:
+                self._sandbox = _default_sandbox()
+            try:
+                async with asyncio.timeout(self.limits.wall_time_ms / 1000):
+                    outcome = await self._sandbox.run(program, bridge, self.limits)
+            except TimeoutError:
+                return result(
+                    False,
+                    diagnostic=Diagnostic(
+                        ErrorCode.WALL_LIMIT,
+                        f"the run took longer than {self.limits.wall_time_ms} ms (wall_time_ms)",
+                    ),
+                )
+            if outcome.ok:
+                return result(True, value=outcome.value, logs=outcome.logs)
+            return result(False, logs=outcome.logs, diagnostic=outcome.diagnostic)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            correlation_id = new_correlation_id()
+            log.exception(
+                "run %s failed inside the host (correlation %s)", execution_id, correlation_id
+            )
+            return result(
+                False,
+                diagnostic=Diagnostic(
+                    ErrorCode.INTERNAL_ERROR,
+                    f"an internal error occurred (correlation id {correlation_id})",
+                    correlation_id=correlation_id,
+                ),
+            )
+        finally:
+            progress.emit("finished", "run finished")
+            await progress.close()
+
+    # -- projections --------------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        *,
+        source: str | None = None,
+        detail: Literal["summary", "typescript"] = "summary",
+        limit: int = 8,
+    ) -> Any:
+        from codemodekit.search import search_catalog
+
+        return search_catalog(self._catalog, query, source=source, detail=detail, limit=limit)
+
+    def generate(self) -> dict[str, str]:
+        """Every generated artifact as ``{relative path: text}``; pure, writes nothing."""
+        from codemodekit.codegen import generate
+
+        return generate(self._catalog, name=self.name)
+
+
+__all__ = ["CodeMode", "ProgressEvent", "RunResult"]
