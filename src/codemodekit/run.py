@@ -61,7 +61,7 @@ class ProgressEvent:
     tool: str | None = None
 
 
-ProgressCallback = Callable[[ProgressEvent], "None | Awaitable[None]"]
+ProgressCallback = Callable[[ProgressEvent], "Awaitable[None] | None"]
 
 
 @dataclass(frozen=True, slots=True)

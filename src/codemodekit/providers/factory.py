@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
 from codemodekit.limits import Limits
 from codemodekit.providers.base import ToolProvider
@@ -21,7 +22,7 @@ def build_provider(
     source: SourceSpec,
     *,
     limits: Limits,
-    root: str | None = None,
+    root: Path | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> ToolProvider:
     # Protocol adapters are imported lazily: a spec without MCP sources never loads the SDK.
@@ -35,7 +36,7 @@ def build_provider(
         return OpenApiToolProvider(source, limits=limits, environ=environ)
     if isinstance(source, PythonSource):
         paths = (*source.path, *((root,) if root else ()))
-        return PythonModuleProvider(source.name, source.module, paths=paths)  # type: ignore[arg-type]
+        return PythonModuleProvider(source.name, source.module, paths=paths)
     raise TypeError(f"unknown source type: {type(source).__name__}")
 
 
@@ -43,6 +44,6 @@ def providers_from_spec(
     spec: Spec, *, environ: Mapping[str, str] | None = None
 ) -> list[ToolProvider]:
     return [
-        build_provider(source, limits=spec.limits, root=str(spec.root), environ=environ)
+        build_provider(source, limits=spec.limits, root=spec.root, environ=environ)
         for source in spec.sources.values()
     ]

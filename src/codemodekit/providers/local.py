@@ -104,8 +104,9 @@ def define_tool(
 def _is_async(fn: Callable[..., Any]) -> bool:
     if inspect.iscoroutinefunction(fn):
         return True
-    call = getattr(type(fn), "__call__", None)
-    return not inspect.isfunction(fn) and call is not None and inspect.iscoroutinefunction(call)
+    # An object whose __call__ is a coroutine function (functools.partial is handled by
+    # inspect itself).
+    return not inspect.isfunction(fn) and inspect.iscoroutinefunction(type(fn).__call__)
 
 
 def _to_json_value(value: Any) -> Any:

@@ -1,0 +1,53 @@
+"""Helpers shared by subcommands: finding and loading codemode.toml without tracebacks."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from codemodekit.errors import CodeModeError
+from codemodekit.spec.model import Spec
+
+DEFAULT_CONFIG = "codemode.toml"
+
+
+class CliExit(Exception):
+    """Stop a command with ``code`` after printing ``message`` to stderr."""
+
+    def __init__(self, code: int, message: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def add_config_argument(parser: Any) -> None:
+    parser.add_argument(
+        "-c",
+        "--config",
+        default=DEFAULT_CONFIG,
+        metavar="PATH",
+        help="the codemode.toml to use (default: ./codemode.toml)",
+    )
+
+
+def load_config(args: argparse.Namespace) -> Spec:
+    from codemodekit.spec import load_spec
+
+    path = Path(args.config)
+    if not path.exists():
+        raise CliExit(
+            2,
+            f"codemode: {path} does not exist. Create one with `codemode init`, "
+            "or point at one with -c PATH.",
+        )
+    try:
+        return load_spec(path)
+    except CodeModeError as exc:
+        raise CliExit(2, str(exc)) from None
+
+
+def fail(code: int, message: str) -> int:
+    print(message, file=sys.stderr)
+    return code

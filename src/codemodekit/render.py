@@ -1,0 +1,33 @@
+"""Human-readable diagnostics: ``error[CODE]: message`` with the user's line and a caret."""
+
+from __future__ import annotations
+
+from codemodekit.errors import Diagnostic
+
+
+def source_excerpt(source: str, line: int, column: int) -> str:
+    """The offending line of ``source`` with a caret under ``column`` (both 1-based)."""
+    lines = source.splitlines()
+    if not 1 <= line <= len(lines):
+        return ""
+    text = lines[line - 1].expandtabs(1)
+    width = len(str(line))
+    caret = " " * (max(column, 1) - 1) + "^"
+    return f"{line:>{width}} | {text}\n{'':>{width}} | {caret}"
+
+
+def render_diagnostic(diagnostic: Diagnostic, source: str = "", filename: str = "<code>") -> str:
+    """Concise text a person or a model can act on."""
+    head = f"error[{diagnostic.code}]: {diagnostic.message}"
+    parts = [head]
+    if diagnostic.location is not None:
+        loc = diagnostic.location
+        parts.append(f"  --> {filename}:{loc.line}:{loc.column}")
+        excerpt = source_excerpt(source, loc.line, loc.column)
+        if excerpt:
+            parts.append(excerpt)
+    if diagnostic.tool:
+        parts.append(f"  tool: {diagnostic.tool}")
+    if diagnostic.correlation_id:
+        parts.append(f"  correlation id: {diagnostic.correlation_id}")
+    return "\n".join(parts)
