@@ -1,0 +1,589 @@
+"""``McpToolProvider``: tools of an upstream MCP server (stdio, Streamable HTTP, legacy SSE).
+
+Lifecycle of one provider::
+
+    connecting ──start()──▶ ok ──connection lost──▶ unavailable ──reconnect──▶ ok ...
+        │                                             ▲    (backoff + jitter, forever)
+        └──cannot start/connect (SourceUnavailable)───┘
+    any state ──aclose()──▶ closed   (reconnects cancelled, child processes terminated)
+
+Each live connection is owned by one task that enters the SDK ``Client`` and leaves it
+when the provider stops or the server's stream ends; calls are made from the callers'
+tasks over that connection. A failed call is never replayed: a call in flight when the
+connection drops fails with ``SourceUnavailable``. Every MCP detail stays in this module
+and its ``mcp_*`` siblings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types as types
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
+
+from codemodekit import __version__
+from codemodekit.errors import SecretUnavailable, SourceUnavailable, ToolError
+from codemodekit.limits import Limits
+from codemodekit.providers.base import (
+    CallContext,
+    Discovery,
+    DiscoveryListener,
+    HealthStatus,
+    JsonObject,
+    SkippedTool,
+    SourceHealth,
+    ToolOutput,
+    ToolSpec,
+)
+from codemodekit.providers.mcp_content import (
+    error_text,
+    progress_text,
+    sanitize,
+    tool_output,
+    tool_spec,
+)
+from codemodekit.providers.mcp_transport import StderrTail, describe_target, open_transport
+from codemodekit.spec.model import McpHttpSource, McpStdioSource, resolve_all
+
+__all__ = ["McpToolProvider", "ReconnectPolicy"]
+
+logger = logging.getLogger("codemodekit.providers.mcp")
+
+DEFAULT_CONNECT_TIMEOUT_S = 30.0
+MAX_LIST_PAGES = 100
+"""A server whose ``tools/list`` pagination does not end within this many pages is broken."""
+_STDERR_SETTLE_S = 0.5
+"""How long to wait for a dead child's last stderr before describing its death."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReconnectPolicy:
+    """Bounded exponential backoff with jitter between reconnect attempts."""
+
+    initial_s: float = 0.5
+    max_s: float = 30.0
+    factor: float = 2.0
+    jitter: float = 0.2
+    """Each delay is multiplied by a random factor in ``[1 - jitter, 1 + jitter]``."""
+
+    def delay(self, attempt: int) -> float:
+        base = min(self.max_s, self.initial_s * self.factor ** min(attempt, 64))
+        return base * random.uniform(1.0 - self.jitter, 1.0 + self.jitter)
+
+
+@dataclass(eq=False)
+class _Connection:
+    """One live session. ``ended`` fires when the server's stream ends or we stop."""
+
+    number: int
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+    stopping: bool = False
+    client: Client | None = None
+    protocol_version: str = ""
+    discovery: Discovery = field(default_factory=Discovery)
+    tail: StderrTail | None = None
+    task: asyncio.Task[None] | None = None
+    refreshing: bool = False
+    refresh_again: bool = False
+
+
+class McpToolProvider:
+    """A ``ToolProvider`` over one upstream MCP server."""
+
+    def __init__(
+        self,
+        config: McpStdioSource | McpHttpSource,
+        *,
+        limits: Limits,
+        environ: Mapping[str, str] | None = None,
+        reconnect: ReconnectPolicy | None = None,
+    ) -> None:
+        self._config = config
+        self._limits = limits
+        self._environ = environ
+        self._reconnect_policy = reconnect or ReconnectPolicy()
+        self._target = describe_target(config)
+        self._transport_name = "stdio" if isinstance(config, McpStdioSource) else config.transport
+        self._status = HealthStatus.CONNECTING
+        self._message = "not started"
+        self._conn: _Connection | None = None
+        self._connections = 0
+        self._on_change: DiscoveryListener | None = None
+        self._reconnect_task: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Task[Any]] = set()
+        self._redact: tuple[str, ...] = ()
+        self._closed = False
+
+    # -- ToolProvider ---------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self._config.name
+
+    @property
+    def kind(self) -> str:
+        return "mcp"
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The protocol version negotiated with the live connection, if any."""
+        return self._conn.protocol_version if self._conn is not None else None
+
+    async def start(self, on_change: DiscoveryListener) -> Discovery:
+        if self._closed:
+            raise SourceUnavailable(f"MCP source {self.name!r} is closed")
+        self._on_change = on_change
+        self._set(HealthStatus.CONNECTING, f"connecting to {self._target}")
+        try:
+            conn = await self._connect()
+        except SourceUnavailable as exc:
+            self._set(HealthStatus.UNAVAILABLE, f"{exc}; reconnecting in the background")
+            self._schedule_reconnect()
+            raise
+        return conn.discovery
+
+    async def call_tool(self, name: str, arguments: JsonObject, context: CallContext) -> ToolOutput:
+        conn = self._conn
+        if conn is None or conn.client is None or conn.ended.is_set():
+            raise SourceUnavailable(self._unavailable_text())
+        client = conn.client
+        report = context.report_progress
+        redact = self._redact
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            try:
+                report(progress_text(progress, total, message, redact))
+            except Exception:  # a listener fault must not fail the call
+                logger.warning("progress listener failed for %s.%s", self.name, name)
+
+        request = types.CallToolRequest(
+            params=types.CallToolRequestParams(name=name, arguments=dict(arguments))
+        )
+        try:
+            # Cancelling this task (a timeout, or the caller's own cancellation) makes the
+            # SDK send notifications/cancelled upstream before the cancellation propagates.
+            async with asyncio.timeout(context.timeout_s):
+                result = await client.session.send_request(
+                    request, types.CallToolResult, progress_callback=on_progress
+                )
+        except TimeoutError:
+            raise TimeoutError(
+                f"{self.name}.{name} did not answer within {context.timeout_s:g}s; "
+                "the upstream call was cancelled"
+            ) from None
+        except MCPError as exc:
+            raise await self._call_failure(conn, name, exc) from None
+        except ValidationError:
+            raise ToolError(
+                f"{self.name}.{name}: the server sent a malformed tools/call result",
+                cause="pydantic validation of CallToolResult failed",
+            ) from None
+        except (
+            httpx2.HTTPError,
+            OSError,
+            anyio.BrokenResourceError,
+            anyio.ClosedResourceError,
+        ) as exc:
+            raise await self._lost_during_call(conn, name, type(exc).__name__) from None
+        if result.is_error:
+            raise ToolError(error_text(result, redact=redact))
+        return tool_output(result, max_bytes=context.max_result_bytes)
+
+    def health(self) -> SourceHealth:
+        tools = len(self._conn.discovery.tools) if self._conn is not None else 0
+        return SourceHealth(
+            source=self.name,
+            kind=self.kind,
+            status=self._status,
+            message=self._message,
+            tools=tools,
+        )
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        tasks: list[asyncio.Task[Any]] = list(self._background)
+        if self._reconnect_task is not None:
+            tasks.append(self._reconnect_task)
+        for task in tasks:
+            task.cancel()
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await self._stop(conn)
+        for task in tasks:
+            with contextlib.suppress(BaseException):
+                await task
+        self._set(HealthStatus.CLOSED, "closed")
+
+    def __repr__(self) -> str:
+        return (
+            f"McpToolProvider(name={self.name!r}, target={self._target!r}, status={self._status})"
+        )
+
+    # -- connecting -----------------------------------------------------------------
+
+    async def _connect(self) -> _Connection:
+        """Start one connection and discover its tools, or raise ``SourceUnavailable``."""
+        try:
+            secrets = self._resolve_secrets()
+        except SecretUnavailable as exc:
+            raise SourceUnavailable(f"MCP source {self.name!r} is unavailable: {exc}") from None
+        self._redact = tuple(
+            sorted({value for value in secrets.values() if len(value) >= 3}, key=len, reverse=True)
+        )
+        self._connections += 1
+        conn = _Connection(number=self._connections)
+        if isinstance(self._config, McpStdioSource):
+            conn.tail = StderrTail()
+        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        conn.task = asyncio.create_task(
+            self._own(conn, secrets, ready), name=f"codemodekit-mcp-{self.name}-{conn.number}"
+        )
+        timeout_ms = self._config.timeout_ms
+        timeout_s = timeout_ms / 1000 if timeout_ms is not None else DEFAULT_CONNECT_TIMEOUT_S
+        try:
+            await asyncio.wait_for(asyncio.shield(ready), timeout_s)
+        except TimeoutError:
+            await self._stop(conn)
+            reason = f"no answer to the handshake or tools/list within {timeout_s:g}s"
+            raise SourceUnavailable(self._failed(conn, reason)) from None
+        except asyncio.CancelledError:
+            await self._stop(conn)
+            self._close_tail(conn)
+            raise
+        except BaseException as exc:
+            # The owner task has left the client: a child process is already stopped.
+            await self._settle_stderr(conn)
+            await self._stop(conn)
+            raise SourceUnavailable(self._failed(conn, self._describe(exc))) from None
+        self._conn = conn
+        self._set(HealthStatus.OK, self._ok_text(conn))
+        return conn
+
+    def _resolve_secrets(self) -> dict[str, str]:
+        if isinstance(self._config, McpStdioSource):
+            return resolve_all(self._config.env, self._environ)
+        return resolve_all(self._config.headers, self._environ)
+
+    async def _own(
+        self, conn: _Connection, secrets: dict[str, str], ready: asyncio.Future[None]
+    ) -> None:
+        """Hold one SDK client open until the provider stops it or the server goes away."""
+        transport = open_transport(self._config, secrets, on_end=conn.ended.set, tail=conn.tail)
+
+        async def on_message(message: Any) -> None:
+            if isinstance(message, types.ToolListChangedNotification):
+                self._schedule_refresh(conn)
+            elif isinstance(message, Exception):
+                # Garbage on the wire (a stray print on stdout): skipped, the session goes on.
+                logger.debug(
+                    "MCP source %s sent an unreadable message (%s)",
+                    self.name,
+                    type(message).__name__,
+                )
+
+        client = Client(
+            transport,
+            mode="auto",
+            cache=None,
+            message_handler=on_message,
+            client_info=types.Implementation(name="codemodekit", version=__version__),
+        )
+        try:
+            async with client:
+                conn.client = client
+                conn.protocol_version = client.protocol_version
+                conn.discovery = await self._list(client, conn.protocol_version)
+                ready.set_result(None)
+                async with anyio.create_task_group() as tg:
+                    capability = client.server_capabilities.tools
+                    if (
+                        capability is not None
+                        and capability.list_changed
+                        and _is_modern(conn.protocol_version)
+                    ):
+                        tg.start_soon(self._listen, conn, client)
+                    await conn.ended.wait()
+                    tg.cancel_scope.cancel()
+        except BaseException as exc:
+            if not ready.done():
+                if isinstance(exc, asyncio.CancelledError):
+                    ready.cancel()
+                else:
+                    ready.set_exception(exc)
+            elif not isinstance(exc, asyncio.CancelledError) and not conn.stopping:
+                logger.warning(
+                    "MCP source %s: connection ended with %s", self.name, type(exc).__name__
+                )
+            if isinstance(exc, asyncio.CancelledError) and not conn.stopping:
+                raise
+        finally:
+            conn.ended.set()
+            if ready.done() and not conn.stopping:
+                await self._connection_lost(conn)
+            if conn.stopping:
+                self._close_tail(conn)
+
+    async def _stop(self, conn: _Connection) -> None:
+        conn.stopping = True
+        conn.ended.set()
+        task = conn.task
+        if task is not None and not task.done():
+            try:
+                # The SDK's own shutdown closes stdin, then escalates to SIGTERM and SIGKILL
+                # with bounded waits; cancelling only interrupts a handshake still pending.
+                if conn.client is None:
+                    task.cancel()
+                await task
+            except BaseException:
+                pass
+
+    def _failed(self, conn: _Connection, reason: str) -> str:
+        text = self._unavailable(conn, reason)
+        self._close_tail(conn)
+        return text
+
+    @staticmethod
+    def _close_tail(conn: _Connection) -> None:
+        if conn.tail is not None:
+            conn.tail.close()
+
+    async def _list(self, client: Client, protocol_version: str) -> Discovery:
+        provenance: dict[str, Any] = {
+            "kind": "mcp",
+            "source": self.name,
+            "transport": self._transport_name,
+            "target": self._target,
+            "protocol_version": protocol_version,
+        }
+        server = client.server_info
+        if server is not None:
+            provenance["server"] = {"name": server.name, "version": server.version}
+        tools: list[ToolSpec] = []
+        skipped: list[SkippedTool] = []
+        seen: set[str] = set()
+        cursors: set[str] = set()
+        cursor: str | None = None
+        for _ in range(MAX_LIST_PAGES):
+            page = await client.list_tools(cursor=cursor)
+            for tool in page.tools:
+                if tool.name in seen:
+                    skipped.append(
+                        SkippedTool(
+                            tool.name, "listed twice by the server; the first definition is kept"
+                        )
+                    )
+                    continue
+                seen.add(tool.name)
+                tools.append(
+                    tool_spec(tool, protocol_version=protocol_version, provenance=provenance)
+                )
+            cursor = page.next_cursor
+            if cursor is None:
+                return Discovery(tools=tuple(tools), skipped=tuple(skipped))
+            if cursor in cursors:
+                raise SourceUnavailable("tools/list pagination repeated a cursor")
+            cursors.add(cursor)
+        raise SourceUnavailable(f"tools/list pagination did not end within {MAX_LIST_PAGES} pages")
+
+    async def _listen(self, conn: _Connection, client: Client) -> None:
+        """2026-07-28 delivers list changes on a ``subscriptions/listen`` stream."""
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    self._schedule_refresh(conn)
+        except Exception as exc:
+            if not conn.ended.is_set():
+                logger.info(
+                    "MCP source %s: list-change subscription ended (%s)",
+                    self.name,
+                    type(exc).__name__,
+                )
+
+    # -- change and loss ------------------------------------------------------------
+
+    def _schedule_refresh(self, conn: _Connection) -> None:
+        if conn is not self._conn or self._closed:
+            return
+        if conn.refreshing:
+            conn.refresh_again = True
+            return
+        conn.refreshing = True
+        self._spawn(self._refresh(conn), "refresh")
+
+    async def _refresh(self, conn: _Connection) -> None:
+        try:
+            while True:
+                conn.refresh_again = False
+                client = conn.client
+                if client is None or conn is not self._conn or conn.ended.is_set():
+                    return
+                try:
+                    discovery = await self._list(client, conn.protocol_version)
+                except Exception as exc:
+                    logger.warning(
+                        "MCP source %s: re-listing tools failed (%s)", self.name, type(exc).__name__
+                    )
+                    return
+                if conn is not self._conn:
+                    return
+                conn.discovery = discovery
+                self._set(HealthStatus.OK, self._ok_text(conn))
+                self._notify(discovery)
+                if not conn.refresh_again:
+                    return
+        finally:
+            conn.refreshing = False
+
+    async def _connection_lost(self, conn: _Connection) -> None:
+        if self._closed or conn is not self._conn:
+            return
+        self._conn = None
+        await self._settle_stderr(conn)
+        self._set(
+            HealthStatus.UNAVAILABLE,
+            self._unavailable(conn, "the connection was lost") + "; reconnecting in the background",
+        )
+        self._close_tail(conn)
+        self._schedule_reconnect()
+
+    def _schedule_reconnect(self) -> None:
+        if self._closed or (self._reconnect_task is not None and not self._reconnect_task.done()):
+            return
+        self._reconnect_task = asyncio.create_task(
+            self._reconnect_loop(), name=f"codemodekit-mcp-{self.name}-reconnect"
+        )
+
+    async def _reconnect_loop(self) -> None:
+        attempt = 0
+        while not self._closed:
+            await asyncio.sleep(self._reconnect_policy.delay(attempt))
+            attempt += 1
+            try:
+                conn = await self._connect()
+            except SourceUnavailable as exc:
+                self._set(
+                    HealthStatus.UNAVAILABLE, f"{exc}; reconnect attempt {attempt} failed, retrying"
+                )
+                continue
+            self._notify(conn.discovery)
+            return
+
+    def _notify(self, discovery: Discovery) -> None:
+        listener = self._on_change
+        if listener is None:
+            return
+        try:
+            listener(discovery)
+        except Exception:
+            logger.exception("MCP source %s: on_change listener failed", self.name)
+
+    def _spawn(self, coro: Any, what: str) -> None:
+        task = asyncio.create_task(coro, name=f"codemodekit-mcp-{self.name}-{what}")
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # -- failures -------------------------------------------------------------------
+
+    async def _call_failure(self, conn: _Connection, tool: str, exc: MCPError) -> Exception:
+        code = exc.error.code
+        if code == types.CONNECTION_CLOSED:
+            return await self._lost_during_call(conn, tool, "connection closed")
+        if code == types.REQUEST_TIMEOUT:
+            return TimeoutError(f"{self.name}.{tool} timed out upstream")
+        if code == types.HEADER_MISMATCH:
+            self._schedule_refresh(conn)
+            return ToolError(
+                f"{self.name}.{tool}: the server's definition of this tool changed; "
+                "the catalog is being refreshed, call it again",
+                code=str(code),
+            )
+        message = sanitize(exc.error.message, 500, self._redact)
+        return ToolError(
+            f"{self.name}.{tool} was rejected by the server: {message}", code=str(code)
+        )
+
+    async def _lost_during_call(self, conn: _Connection, tool: str, why: str) -> SourceUnavailable:
+        conn.ended.set()
+        await self._settle_stderr(conn)
+        detail = self._unavailable(conn, f"the connection was lost during the call ({why})")
+        return SourceUnavailable(f"{detail}; {self.name}.{tool} was not retried")
+
+    async def _settle_stderr(self, conn: _Connection) -> None:
+        if conn.tail is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(conn.tail.closed.wait(), _STDERR_SETTLE_S)
+
+    def _describe(self, exc: BaseException) -> str:
+        leaf = _first_leaf(exc)
+        if isinstance(leaf, SourceUnavailable):
+            return str(leaf)
+        if isinstance(leaf, FileNotFoundError):
+            return "the command was not found (check `command` and PATH)"
+        if isinstance(leaf, PermissionError):
+            return "the command is not executable"
+        if isinstance(leaf, MCPError):
+            if leaf.error.code == types.CONNECTION_CLOSED:
+                return "the server closed the connection during the handshake"
+            return f"the server refused the handshake: {sanitize(leaf.error.message, 300, self._redact)}"
+        if isinstance(leaf, httpx2.HTTPStatusError):
+            return f"HTTP {leaf.response.status_code} from the server"
+        if isinstance(leaf, httpx2.ConnectError | httpx2.ConnectTimeout):
+            return "cannot connect (is the server running?)"
+        if isinstance(leaf, httpx2.HTTPError):
+            return f"HTTP transport error ({type(leaf).__name__})"
+        if isinstance(leaf, ValidationError):
+            return "the server sent a malformed response"
+        if isinstance(leaf, OSError):
+            return f"cannot start the process ({sanitize(leaf.strerror or type(leaf).__name__, 200, self._redact)})"
+        return f"{type(leaf).__name__}: {sanitize(str(leaf), 200, self._redact)}"
+
+    def _unavailable(self, conn: _Connection, reason: str) -> str:
+        text = f"MCP source {self.name!r} ({self._target}) is unavailable: {reason}"
+        if conn.tail is not None:
+            tail = sanitize(conn.tail.text(), 600, self._redact)
+            if tail:
+                text += f"; stderr: {tail}"
+        return text
+
+    def _unavailable_text(self) -> str:
+        if self._closed:
+            return f"MCP source {self.name!r} is closed"
+        if self._status is HealthStatus.CONNECTING:
+            return f"MCP source {self.name!r} is still connecting"
+        return self._message or f"MCP source {self.name!r} is unavailable"
+
+    def _ok_text(self, conn: _Connection) -> str:
+        skipped = len(conn.discovery.skipped)
+        text = f"connected over {self._transport_name}, protocol {conn.protocol_version}"
+        return text + (f", {skipped} tool(s) skipped" if skipped else "")
+
+    def _set(self, status: HealthStatus, message: str) -> None:
+        if self._closed and status is not HealthStatus.CLOSED:
+            return
+        if status is not self._status or message != self._message:
+            logger.info("MCP source %s: %s (%s)", self.name, status, message)
+        self._status = status
+        self._message = message
+
+
+def _is_modern(protocol_version: str) -> bool:
+    return protocol_version >= "2026-07-28"
+
+
+def _first_leaf(exc: BaseException) -> BaseException:
+    """The first real failure inside anyio's exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc

@@ -1,0 +1,128 @@
+"""Mapping between MCP wire objects and the provider contract (``ToolSpec``, ``ToolOutput``).
+
+Pure functions: no I/O, no session. ``providers/mcp.py`` calls them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import mcp_types as types
+
+from codemodekit.providers.base import JsonObject, ResultTooLarge, ToolOutput, ToolSpec
+
+DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+DRAFT_07 = "http://json-schema.org/draft-07/schema#"
+
+# MCP 2025-11-25 made JSON Schema 2020-12 the default dialect for tool schemas; earlier
+# revisions never said, and their servers overwhelmingly emit draft-07.
+_DIALECT_2020_12_SINCE = "2025-11-25"
+
+MAX_ERROR_CHARS = 2_000
+MAX_PROGRESS_CHARS = 200
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_TOOL_FIELDS = {"name", "description", "inputSchema", "outputSchema", "annotations", "_meta"}
+
+
+def default_dialect(protocol_version: str) -> str:
+    # Protocol versions are ISO dates, so string order is date order.
+    return DRAFT_2020_12 if protocol_version >= _DIALECT_2020_12_SINCE else DRAFT_07
+
+
+def tool_spec(
+    tool: types.Tool, *, protocol_version: str, provenance: Mapping[str, Any]
+) -> ToolSpec:
+    """One listed tool, schemas passed through untouched (the catalog normalizes them)."""
+    wire = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
+    annotations: dict[str, Any] = dict(wire.get("annotations") or {})
+    if "title" not in annotations and isinstance(wire.get("title"), str):
+        annotations["title"] = wire["title"]
+    extra = {key: value for key, value in wire.items() if key not in _TOOL_FIELDS}
+    tool_provenance = dict(provenance)
+    if extra:
+        # Lossless: icons, title, execution and unknown fields stay host-side.
+        tool_provenance["tool"] = extra
+    return ToolSpec(
+        name=tool.name,
+        description=tool.description or "",
+        input_schema=dict(tool.input_schema),
+        output_schema=dict(tool.output_schema) if tool.output_schema is not None else None,
+        annotations=annotations,
+        meta=dict(wire.get("_meta") or {}),
+        provenance=tool_provenance,
+        default_dialect=default_dialect(protocol_version),
+    )
+
+
+def _block(block: Any) -> JsonObject:
+    wire: dict[str, Any] = block.model_dump(by_alias=True, mode="json", exclude_none=True)
+    kind = wire.get("type")
+    if kind == "text":
+        return {"type": "text", "text": wire.get("text", "")}
+    if kind in ("image", "audio"):
+        return {"type": kind, "mimeType": wire.get("mimeType", ""), "data": wire.get("data", "")}
+    if kind == "resource_link":
+        # Everything but sideband: uri, name, title, description, mimeType, size...
+        return {
+            key: value
+            for key, value in wire.items()
+            if key not in ("_meta", "annotations", "icons")
+        }
+    if kind == "resource":
+        resource = wire.get("resource") or {}
+        out: dict[str, Any] = {"uri": resource.get("uri", "")}
+        if "mimeType" in resource:
+            out["mimeType"] = resource["mimeType"]
+        if "text" in resource:
+            out["text"] = resource["text"]
+        elif "blob" in resource:
+            out["blob"] = resource["blob"]
+        return {"type": "resource", "resource": out}
+    # A block type from a later protocol revision: keep it, minus sideband.
+    return {key: value for key, value in wire.items() if key not in ("_meta", "annotations")}
+
+
+def tool_output(result: types.CallToolResult, *, max_bytes: int) -> ToolOutput:
+    """The computation-facing result; ``ResultTooLarge`` past ``max_bytes`` of JSON."""
+    content = tuple(_block(block) for block in result.content)
+    structured = result.structured_content
+    size = len(
+        json.dumps([content, structured], ensure_ascii=False, separators=(",", ":")).encode()
+    )
+    if size > max_bytes:
+        raise ResultTooLarge(max_bytes)
+    return ToolOutput(content=content, structured_content=structured)
+
+
+def error_text(result: types.CallToolResult, *, redact: Iterable[str] = ()) -> str:
+    """The upstream refusal as a bounded, single-line-safe message."""
+    texts = [block.text for block in result.content if isinstance(block, types.TextContent)]
+    message = "\n".join(text for text in texts if text.strip())
+    if not message and result.structured_content is not None:
+        message = json.dumps(result.structured_content, ensure_ascii=False)[:MAX_ERROR_CHARS]
+    return sanitize(
+        message or "the tool reported an error without a message", MAX_ERROR_CHARS, redact
+    )
+
+
+def sanitize(text: str, limit: int, redact: Iterable[str] = ()) -> str:
+    """Control characters removed, secrets masked, bounded with a marker."""
+    for secret in redact:
+        if secret:
+            text = text.replace(secret, "***")
+    text = _CONTROL.sub("", text)
+    if len(text) > limit:
+        text = text[: limit - 14] + " …(truncated)"
+    return text
+
+
+def progress_text(
+    progress: float, total: float | None, message: str | None, redact: Iterable[str]
+) -> str:
+    amount = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
+    text = f"{amount} {message}" if message else amount
+    return sanitize(text.replace("\n", " "), MAX_PROGRESS_CHARS, redact)

@@ -1,0 +1,245 @@
+"""Transports for ``McpToolProvider``: stdio, Streamable HTTP and legacy SSE.
+
+Each transport is the SDK's own, wrapped for two things the SDK does not expose:
+
+- the end of the server's message stream (a crashed child, a dropped HTTP stream), so the
+  provider notices a lost connection even when no call is in flight;
+- the child's stderr, kept in a bounded ring buffer for sanitized health messages.
+
+Nothing here is public; ``providers/mcp.py`` is the only user.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import os
+import re
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager, suppress
+from types import TracebackType
+from typing import Any, TextIO
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx2
+from mcp.client._transport import ReadStream, Transport, TransportStreams
+from mcp.client.sse import sse_client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from codemodekit.spec.model import McpHttpSource, McpStdioSource
+
+STDERR_TAIL_BYTES = 8 * 1024
+"""How much of a child's stderr is kept (the newest bytes win)."""
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+class _TailProtocol(asyncio.Protocol):
+    def __init__(self, tail: StderrTail) -> None:
+        self._tail = tail
+
+    def data_received(self, data: bytes) -> None:
+        self._tail.feed(data)
+
+    def eof_received(self) -> bool:
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._tail.closed.set()
+
+
+class StderrTail:
+    """The last ``limit`` bytes a child wrote to stderr, read through a pipe.
+
+    The child gets the write end; the parent reads the other end on the event loop, so a
+    chatty server can never block on a full pipe and memory stays bounded.
+    """
+
+    def __init__(self, limit: int = STDERR_TAIL_BYTES) -> None:
+        self._limit = limit
+        self._chunks: collections.deque[bytes] = collections.deque()
+        self._size = 0
+        self.closed = asyncio.Event()
+        self._read_fd, self._write_fd = os.pipe()
+        self._writer: TextIO | None = os.fdopen(self._write_fd, "w", closefd=True)
+        self._transport: asyncio.ReadTransport | None = None
+
+    @property
+    def child_end(self) -> TextIO:
+        assert self._writer is not None, "the child end is given away once"
+        return self._writer
+
+    async def start_reading(self) -> None:
+        loop = asyncio.get_running_loop()
+        reader = os.fdopen(self._read_fd, "rb", buffering=0)
+        transport, _ = await loop.connect_read_pipe(lambda: _TailProtocol(self), reader)
+        self._transport = transport
+
+    def release_child_end(self) -> None:
+        """Close the parent's copy of the write end, so EOF arrives when the child exits."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    def feed(self, data: bytes) -> None:
+        self._chunks.append(data)
+        self._size += len(data)
+        while self._size > self._limit and self._chunks:
+            head = self._chunks[0]
+            excess = self._size - self._limit
+            if len(head) <= excess:
+                self._chunks.popleft()
+                self._size -= len(head)
+            else:
+                self._chunks[0] = head[excess:]
+                self._size -= excess
+
+    def text(self, *, max_lines: int = 6, max_chars: int = 600) -> str:
+        """The newest lines, decoded leniently, control characters removed."""
+        raw = b"".join(self._chunks).decode("utf-8", errors="replace")
+        lines = [_CONTROL.sub("", line).rstrip() for line in raw.splitlines()]
+        lines = [line for line in lines if line.strip()][-max_lines:]
+        out = " | ".join(lines)
+        return out[-max_chars:]
+
+    def close(self) -> None:
+        self.release_child_end()
+        if self._transport is not None:
+            self._transport.close()
+            self._transport = None
+        else:
+            with suppress(OSError):
+                os.close(self._read_fd)
+
+
+class _WatchedReadStream:
+    """A read stream that reports when the server's side ends."""
+
+    def __init__(self, inner: ReadStream[Any], on_end: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_end = on_end
+
+    def __getattr__(self, name: str) -> Any:
+        # ``last_context`` and anything else the dispatcher duck-types for.
+        return getattr(self._inner, name)
+
+    async def receive(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except BaseException as exc:
+            if not isinstance(exc, asyncio.CancelledError) and not _is_cancel(exc):
+                self._on_end()
+            raise
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> _WatchedReadStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self._inner.__anext__()
+        except StopAsyncIteration:
+            self._on_end()
+            raise
+        except BaseException as exc:
+            if not _is_cancel(exc):
+                self._on_end()
+            raise
+
+    async def __aenter__(self) -> _WatchedReadStream:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> bool | None:
+        return await self._inner.__aexit__(exc_type, exc_val, exc_tb)
+
+
+def _is_cancel(exc: BaseException) -> bool:
+    import anyio
+
+    return isinstance(exc, anyio.get_cancelled_exc_class())
+
+
+@asynccontextmanager
+async def _watched(inner: Transport, on_end: Callable[[], None]) -> AsyncIterator[TransportStreams]:
+    async with inner as (read_stream, write_stream):
+        yield _WatchedReadStream(read_stream, on_end), write_stream
+
+
+@asynccontextmanager
+async def _stdio(
+    config: McpStdioSource, env: Mapping[str, str], tail: StderrTail
+) -> AsyncIterator[TransportStreams]:
+    params = StdioServerParameters(
+        command=config.command,
+        args=list(config.args),
+        env=dict(env),
+        cwd=config.cwd,
+        encoding_error_handler="replace",
+    )
+    await tail.start_reading()
+    inner = stdio_client(params, errlog=tail.child_end)
+    try:
+        streams = await inner.__aenter__()
+    finally:
+        # Spawned (or failed to): the child holds its own copy of the write end.
+        tail.release_child_end()
+    try:
+        yield streams
+    except BaseException as exc:
+        if not await inner.__aexit__(type(exc), exc, exc.__traceback__):
+            raise
+    else:
+        await inner.__aexit__(None, None, None)
+
+
+@asynccontextmanager
+async def _http(
+    config: McpHttpSource, headers: Mapping[str, str]
+) -> AsyncIterator[TransportStreams]:
+    if config.transport == "sse":
+        async with sse_client(config.url, headers=dict(headers)) as streams:
+            yield streams
+        return
+    timeout = httpx2.Timeout(30.0, read=300.0)
+    async with (
+        httpx2.AsyncClient(headers=dict(headers), timeout=timeout) as http,
+        streamable_http_client(config.url, http_client=http) as streams,
+    ):
+        yield streams
+
+
+def open_transport(
+    config: McpStdioSource | McpHttpSource,
+    secrets: Mapping[str, str],
+    *,
+    on_end: Callable[[], None],
+    tail: StderrTail | None,
+) -> Transport:
+    """The SDK transport for ``config``; ``secrets`` are the resolved env or headers."""
+    if isinstance(config, McpStdioSource):
+        assert tail is not None
+        inner: Transport = _stdio(config, secrets, tail)
+    else:
+        inner = _http(config, secrets)
+    return _watched(inner, on_end)
+
+
+def describe_target(config: McpStdioSource | McpHttpSource) -> str:
+    """Where the source lives, safe to show: the command name, or the URL without
+    credentials, query or fragment."""
+    if isinstance(config, McpStdioSource):
+        return f"command {os.path.basename(config.command)!r}"
+    parts = urlsplit(config.url)
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))

@@ -1,0 +1,255 @@
+"""A small real MCP server (``mcp.server.mcpserver.MCPServer``) for the provider tests.
+
+Run it as a script; flags pick the transport and the fault to simulate::
+
+    python tests/servers/mcp_test_server.py                       # stdio
+    python tests/servers/mcp_test_server.py --transport http --port 8123
+    python tests/servers/mcp_test_server.py --legacy              # no server/discover: 2025-11-25 only
+    python tests/servers/mcp_test_server.py --fault garbage       # junk lines on stdout first
+    python tests/servers/mcp_test_server.py --fault hang          # never answers anything
+    python tests/servers/mcp_test_server.py --fault invalid-schema
+    python tests/servers/mcp_test_server.py --down-file F         # exit at start while F exists
+
+Tools: ``echo``, ``add`` (output schema), ``progress``, ``slow`` (writes a marker file when
+cancelled), ``fail`` (``isError``), ``media`` (image, audio, resource link, embedded
+resources), ``pid``, ``big``, ``crash`` (the process dies mid-call), ``secret_env`` and
+``grow`` (adds a tool and announces ``tools/list_changed``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel
+
+PNG_1PX = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="
+)
+
+
+class Sum(BaseModel):
+    total: int
+    inputs: list[int]
+
+
+class TestServer(MCPServer):
+    """Paginates ``tools/list`` and can append a tool whose schema is invalid."""
+
+    page_size: int = 0
+    invalid_schema: bool = False
+
+    async def _handle_list_tools(
+        self, ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> Any:
+        tools = await self.list_tools()
+        if self.invalid_schema:
+            tools.append(
+                types.Tool(
+                    name="broken",
+                    description="declares a property type that does not exist",
+                    input_schema={"type": "object", "properties": {"x": {"type": "no-such-type"}}},
+                )
+            )
+        if self.page_size <= 0:
+            return types.ListToolsResult(tools=tools)
+        start = int(params.cursor) if params is not None and params.cursor else 0
+        end = start + self.page_size
+        next_cursor = str(end) if end < len(tools) else None
+        return types.ListToolsResult(tools=tools[start:end], next_cursor=next_cursor)
+
+
+def build(args: argparse.Namespace) -> TestServer:
+    server = TestServer("codemodekit-test-server", version="1.0.0")
+    server.page_size = args.page_size
+    server.invalid_schema = args.fault == "invalid-schema"
+
+    @server.tool(annotations=types.ToolAnnotations(read_only_hint=True, title="Echo"))
+    def echo(text: str) -> str:
+        """Return the text unchanged."""
+        return text
+
+    @server.tool(structured_output=True)
+    def add(a: int, b: int) -> Sum:
+        """Add two integers."""
+        return Sum(total=a + b, inputs=[a, b])
+
+    @server.tool()
+    async def progress(steps: int, ctx: Context) -> str:
+        """Report progress ``steps`` times."""
+        for step in range(1, steps + 1):
+            await ctx.report_progress(step, steps, f"step {step} of {steps}")
+            await asyncio.sleep(0.01)
+        return f"done after {steps} steps"
+
+    @server.tool()
+    async def slow(seconds: float, marker: str = "") -> str:
+        """Sleep; when cancelled upstream, write 'cancelled' to ``marker``."""
+        try:
+            await asyncio.sleep(seconds)
+        except asyncio.CancelledError:
+            if marker:
+                Path(marker).write_text("cancelled")
+            raise
+        return "slept"
+
+    @server.tool()
+    def fail(message: str) -> str:
+        """Always refuses with ``message`` (an ``isError`` result)."""
+        raise ToolError(message)
+
+    @server.tool()
+    def media() -> types.CallToolResult:
+        """Every content block kind."""
+        return types.CallToolResult(
+            content=[
+                types.TextContent(type="text", text="caption"),
+                types.ImageContent(
+                    type="image", data=base64.b64encode(PNG_1PX).decode(), mime_type="image/png"
+                ),
+                types.AudioContent(
+                    type="audio", data=base64.b64encode(b"RIFF0000").decode(), mime_type="audio/wav"
+                ),
+                types.ResourceLink(
+                    type="resource_link",
+                    uri="file:///tmp/report.txt",
+                    name="report",
+                    mime_type="text/plain",
+                ),
+                types.EmbeddedResource(
+                    type="resource",
+                    resource=types.TextResourceContents(
+                        uri="memo://a", mime_type="text/plain", text="hello"
+                    ),
+                ),
+                types.EmbeddedResource(
+                    type="resource",
+                    resource=types.BlobResourceContents(
+                        uri="memo://b",
+                        mime_type="application/octet-stream",
+                        blob=base64.b64encode(b"\x00\x01").decode(),
+                    ),
+                ),
+            ],
+            _meta={"upstream/trace": "abc"},
+        )
+
+    @server.tool()
+    def pid() -> int:
+        """This server's process id."""
+        return os.getpid()
+
+    @server.tool()
+    def big(size: int) -> str:
+        """A text block of ``size`` characters."""
+        return "x" * size
+
+    @server.tool()
+    def crash() -> str:
+        """Die in the middle of the call."""
+        sys.stderr.write("fatal: crashing on purpose\n")
+        sys.stderr.flush()
+        os._exit(7)
+
+    @server.tool()
+    def secret_env(name: str) -> bool:
+        """Whether an environment variable reached this process (never its value)."""
+        return name in os.environ
+
+    @server.tool()
+    async def grow(name: str, ctx: Context) -> str:
+        """Register a new tool named ``name`` and announce the list change."""
+        server.add_tool(lambda: name, name=name, description=f"added at run time: {name}")
+        if ctx.protocol_version in ("2026-07-28",):
+            await ctx.notify_tools_changed()
+        else:
+            await ctx.session.send_tool_list_changed()
+        return "grown"
+
+    return server
+
+
+async def run_legacy_stdio(server: TestServer) -> None:
+    """Serve stdio as a 2025-era server: ``server/discover`` is answered "method not found"
+    before the SDK sees it, so a client in auto mode falls back to ``initialize``."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+
+    lowlevel = server._lowlevel_server
+    async with stdio_server() as (read_stream, write_stream):
+        send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+
+        async def filter_discover() -> None:
+            async with send:
+                async for item in read_stream:
+                    message = getattr(item, "message", None)
+                    if (
+                        isinstance(message, types.JSONRPCRequest)
+                        and message.method == "server/discover"
+                    ):
+                        error = types.JSONRPCError(
+                            jsonrpc="2.0",
+                            id=message.id,
+                            error=types.ErrorData(
+                                code=types.METHOD_NOT_FOUND, message="Method not found"
+                            ),
+                        )
+                        await write_stream.send(SessionMessage(error))
+                        continue
+                    await send.send(item)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(filter_discover)
+            await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
+            tg.cancel_scope.cancel()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--transport", choices=["stdio", "http", "sse"], default="stdio")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--legacy", action="store_true")
+    parser.add_argument(
+        "--fault", choices=["none", "garbage", "hang", "invalid-schema"], default="none"
+    )
+    parser.add_argument("--down-file", default="")
+    parser.add_argument("--page-size", type=int, default=0)
+    args = parser.parse_args()
+
+    if args.down_file and Path(args.down_file).exists():
+        sys.stderr.write(f"test server is down: {args.down_file} exists\n")
+        sys.exit(3)
+    sys.stderr.write("test server starting\n")
+    sys.stderr.flush()
+    if args.fault == "hang":
+        # Read and ignore everything: the client's handshake never gets an answer.
+        for _line in sys.stdin:
+            pass
+        return
+    if args.fault == "garbage":
+        sys.stdout.write("this is not json\n{broken\n")
+        sys.stdout.flush()
+
+    server = build(args)
+    if args.transport == "stdio" and args.legacy:
+        asyncio.run(run_legacy_stdio(server))
+    elif args.transport == "stdio":
+        server.run("stdio")
+    elif args.transport == "http":
+        server.settings.log_level = "WARNING"
+        server.run("streamable-http", host="127.0.0.1", port=args.port)
+    else:
+        server.run("sse", host="127.0.0.1", port=args.port)
+
+
+if __name__ == "__main__":
+    main()
