@@ -1,5 +1,7 @@
 """``codemode.toml``: raw models mirror the file, ``Spec`` is the frozen result."""
 
+from codemodekit.spec.errors import SpecError, SpecIssue
+from codemodekit.spec.loader import load_spec, parse_spec
 from codemodekit.spec.model import (
     McpHttpSource,
     McpStdioSource,
@@ -23,5 +25,9 @@ __all__ = [
     "SecretTemplate",
     "SourceSpec",
     "Spec",
+    "SpecError",
+    "SpecIssue",
+    "load_spec",
+    "parse_spec",
     "resolve_all",
 ]

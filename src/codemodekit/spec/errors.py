@@ -1,0 +1,196 @@
+"""``SpecError``: a problem in ``codemode.toml``, shown as ``file:LINE:COL: key.path: message``.
+
+Every issue carries the offending line as an excerpt with a caret under the key or value.
+Secret-bearing strings (``env``, ``headers``, ``auth``) are masked in excerpts, and error
+messages never quote their values.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from codemodekit.errors import CodeModeError
+from codemodekit.spec.positions import KeyPath, Positions, Span
+
+MAX_SHOWN = 8
+"""Issues rendered by ``str(SpecError)``; the rest are counted, to keep one screen."""
+
+SECRET_TABLES = frozenset({"env", "headers", "auth"})
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+_VAR = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+_AUTH_SCHEME = re.compile(r"^\s*(?:Bearer|Basic|Token)?\s*$")
+
+
+def format_key(path: KeyPath) -> str:
+    """``("sources", "deployment-api", "args", 0)`` → ``sources.deployment-api.args[0]``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+            continue
+        text = part if _BARE_KEY.match(part) else json.dumps(part, ensure_ascii=False)
+        out += f".{text}" if out else text
+    return out
+
+
+def is_secret_path(path: KeyPath) -> bool:
+    """``sources.NAME.env.X`` / ``headers.X`` / ``auth.X``: values never shown."""
+    return len(path) >= 4 and path[0] == "sources" and path[2] in SECRET_TABLES
+
+
+@dataclass(frozen=True, slots=True)
+class SpecIssue:
+    """One problem: where it is, which key, what is wrong, and the line to show."""
+
+    line: int
+    column: int
+    key: str
+    """Dotted key path (``limits.compute_time_ms``); empty for a TOML syntax error."""
+    message: str
+    excerpt: str | None = None
+    """The offending line, secrets masked."""
+    caret_column: int = 1
+    """1-based column of the caret in ``excerpt`` (differs from ``column`` when masked)."""
+    caret_length: int = 1
+
+    def render(self, file: str) -> str:
+        if self.line <= 0:
+            return f"{file}: {self.message}"
+        label = self.key if self.key else "invalid TOML"
+        head = f"{file}:{self.line}:{self.column}: {label}: {self.message}"
+        if self.excerpt is None:
+            return head
+        gutter = " " * len(str(self.line))
+        pad = "".join("\t" if c == "\t" else " " for c in self.excerpt[: self.caret_column - 1])
+        return (
+            f"{head}\n"
+            f" {self.line} | {self.excerpt}\n"
+            f" {gutter} | {pad}{'^' * max(1, self.caret_length)}"
+        )
+
+
+class SpecError(CodeModeError):
+    """``codemode.toml`` is malformed. ``str()`` is the one-screen report.
+
+    ``file``, ``line``, ``column``, ``key`` and ``message`` describe the first problem;
+    ``issues`` holds every problem found, in file order.
+    """
+
+    def __init__(self, file: str | os.PathLike[str], issues: Sequence[SpecIssue]) -> None:
+        if not issues:
+            raise ValueError("SpecError needs at least one issue")
+        self.file = Path(file)
+        self.display_name = os.fspath(file)
+        self.issues = tuple(issues)
+        first = self.issues[0]
+        self.line = first.line
+        self.column = first.column
+        self.key = first.key
+        self.message = first.message
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        shown = [issue.render(self.display_name) for issue in self.issues[:MAX_SHOWN]]
+        hidden = len(self.issues) - len(shown)
+        if hidden:
+            shown.append(f"... and {hidden} more problem{'s' if hidden > 1 else ''}")
+        return "\n\n".join(shown)
+
+    def __str__(self) -> str:
+        return self.render()
+
+    def __repr__(self) -> str:
+        return (
+            f"SpecError(file={self.display_name!r}, line={self.line}, column={self.column}, "
+            f"key={self.key!r}, message={self.message!r}, issues={len(self.issues)})"
+        )
+
+
+class SourceText:
+    """The spec's text and scanned positions: turns key paths into located issues."""
+
+    def __init__(self, text: str, positions: Positions) -> None:
+        self.lines = text.splitlines()
+        self.positions = positions
+        # Where to point for something missing at the top level: the first real line.
+        self.first_content_line = next(
+            (
+                number
+                for number, line in enumerate(self.lines, 1)
+                if line.strip() and not line.lstrip().startswith("#")
+            ),
+            1,
+        )
+
+    def issue(
+        self,
+        path: KeyPath,
+        message: str,
+        *,
+        anchor: Literal["key", "value", "table"] = "value",
+        display: KeyPath | None = None,
+    ) -> SpecIssue:
+        """An issue for ``path``; the caret goes under the key, its value or the nearest
+        written ancestor (for a missing key: its table's header)."""
+        span: Span | None
+        if anchor == "key":
+            span = self.positions.key(path)
+        elif anchor == "value":
+            span = self.positions.value(path)
+        else:
+            span = None
+        if span is None:
+            span = self.positions.nearest(path[:-1] if anchor == "table" else path)
+        key = format_key(path if display is None else display)
+        if span is None:
+            line = self.first_content_line
+            length = len(self.lines[line - 1].strip()) if line <= len(self.lines) else 1
+            return self.at(line, 1, length, key, message)
+        return self.at(span.line, span.column, span.length, key, message)
+
+    def at(self, line: int, column: int, length: int, key: str, message: str) -> SpecIssue:
+        if not 1 <= line <= len(self.lines):
+            return SpecIssue(line, column, key, message)
+        excerpt, caret = self._masked(line, column)
+        return SpecIssue(line, column, key, message, excerpt.rstrip(), caret, length)
+
+    def _masked(self, line: int, column: int) -> tuple[str, int]:
+        """The line with secret strings masked, and where ``column`` moved to."""
+        text = self.lines[line - 1]
+        spans = sorted(
+            (span for path, span in self.positions.strings if is_secret_path(path)),
+            key=lambda s: (s.line, s.column),
+        )
+        caret = column
+        for span in reversed([s for s in spans if s.line == line]):
+            start, end = span.column - 1, span.column - 1 + span.length
+            original = text[start:end]
+            if len(original) < 2:
+                continue
+            masked = original[0] + mask_secret(original[1:-1]) + original[-1]
+            text = text[:start] + masked + text[end:]
+            if column - 1 >= end:
+                caret += len(masked) - len(original)
+        return text, caret
+
+
+def mask_secret(content: str) -> str:
+    """Keep ``${VAR}`` references and an auth scheme word; hide any other literal text."""
+    pieces: list[str] = []
+    last = 0
+    for match in _VAR.finditer(content):
+        pieces.append(_mask_literal(content[last : match.start()]))
+        pieces.append(match.group(0))
+        last = match.end()
+    pieces.append(_mask_literal(content[last:]))
+    return "".join(pieces)
+
+
+def _mask_literal(text: str) -> str:
+    return text if _AUTH_SCHEME.match(text) else "***"

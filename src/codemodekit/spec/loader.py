@@ -1,0 +1,277 @@
+"""``load_spec(path) -> Spec``: TOML → raw models → checks → the frozen ``Spec``.
+
+Every problem becomes a located ``SpecIssue``; all of them are raised together as one
+``SpecError`` so a user fixes a file in one pass. Nothing here reads the environment:
+``${VAR}`` values stay ``SecretTemplate``s until a source connects.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, cast
+
+from pydantic import BaseModel, ValidationError
+
+from codemodekit.limits import Limits
+from codemodekit.spec.errors import SourceText, SpecError, SpecIssue, format_key
+from codemodekit.spec.messages import describe_error, drop_shadowed_missing
+from codemodekit.spec.model import (
+    McpHttpSource,
+    McpStdioSource,
+    OpenApiSource,
+    PolicyRule,
+    PolicySpec,
+    PythonSource,
+    SecretTemplate,
+    SourceSpec,
+    Spec,
+)
+from codemodekit.spec.positions import KeyPath, parse_dotted_key, scan_positions
+from codemodekit.spec.raw import (
+    RawMcpSource,
+    RawOpenApiSource,
+    RawPythonSource,
+    RawSpec,
+)
+
+_TOML_POSITION = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)\s*$")
+_DECLARED_TWICE = re.compile(r"^Cannot declare (\(.*\)) twice$")
+_HEADER = re.compile(r"^\s*\[\[?\s*(.+?)\s*\]\]?\s*(?:#.*)?$")
+
+
+def load_spec(path: str | os.PathLike[str]) -> Spec:
+    """Read ``codemode.toml`` at ``path``; raise ``SpecError`` naming file, line and key."""
+    file = Path(path)
+    try:
+        text = file.read_bytes().decode("utf-8-sig")
+    except FileNotFoundError:
+        raise SpecError(
+            path, [SpecIssue(0, 0, "", "file not found (create one with `codemode init`)")]
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(
+            path, [SpecIssue(0, 0, "", f"not UTF-8 text (byte {exc.start}); save it as UTF-8")]
+        ) from None
+    except OSError as exc:
+        raise SpecError(path, [SpecIssue(0, 0, "", f"cannot read: {exc.strerror}")]) from None
+    return parse_spec(text, file=path)
+
+
+def parse_spec(text: str, *, file: str | os.PathLike[str] = "codemode.toml") -> Spec:
+    """Parse spec ``text`` as if read from ``file`` (relative paths resolve beside it)."""
+    source = SourceText(text, scan_positions(text))
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(file, [_syntax_issue(str(exc), text, source)]) from None
+    try:
+        raw = RawSpec.model_validate(data)
+    except ValidationError as exc:
+        issues = [describe_error(error, source) for error in drop_shadowed_missing(exc.errors())]
+        raise SpecError(file, _ordered(issues)) from None
+    issues = _cross_field_issues(raw, source)
+    if issues:
+        raise SpecError(file, _ordered(issues))
+    return _resolve(raw, Path(os.path.abspath(file)))
+
+
+def _ordered(issues: list[SpecIssue]) -> list[SpecIssue]:
+    return sorted(issues, key=lambda issue: (issue.line, issue.column))
+
+
+# --- TOML syntax errors -----------------------------------------------------------------
+
+
+def _syntax_issue(message: str, text: str, source: SourceText) -> SpecIssue:
+    match = _TOML_POSITION.search(message)
+    lines = text.splitlines() or [""]
+    if match is None:
+        line, column = 1, 1
+    elif match.group(1) is None:  # "at end of document": point after the last content
+        line = max(1, len(lines))
+        column = len(lines[line - 1]) + 1
+    else:
+        line, column = int(match.group(1)), int(match.group(2))
+    detail = message[: match.start()] if match else message
+    current = lines[line - 1] if line <= len(lines) else ""
+    indent = len(current) - len(current.lstrip())
+
+    declared = _DECLARED_TWICE.match(detail)
+    twice: tuple[str, ...] | None = None
+    if declared:
+        twice = tuple(ast.literal_eval(declared.group(1)))
+    elif detail == "Cannot overwrite a value":
+        twice = _assigned_key(lines, line)
+    if twice is not None:
+        first = source.positions.key(twice)
+        where = f" (first on line {first.line})" if first is not None and first.line < line else ""
+        return source.at(
+            line,
+            indent + 1,
+            len(current.strip()),
+            format_key(twice),
+            f"defined twice{where}; TOML allows each key and table once: merge the two",
+        )
+    if detail.startswith("Duplicate inline table key"):
+        detail = "a key is set twice in this inline table"
+    elif detail:
+        detail = detail[0].lower() + detail[1:]
+    return source.at(line, column, 1, "", detail)
+
+
+def _assigned_key(lines: list[str], line: int) -> tuple[str, ...] | None:
+    """The full key path of a ``key = value`` (or ``[key]``) line that redefines a key."""
+    current = lines[line - 1].strip() if line <= len(lines) else ""
+    header = _HEADER.match(current)
+    if header:
+        return parse_dotted_key(header.group(1))
+    if "=" not in current:
+        return None
+    key = parse_dotted_key(current.split("=", 1)[0])
+    for previous in reversed(lines[: line - 1]):
+        found = _HEADER.match(previous.strip())
+        if found:
+            return parse_dotted_key(found.group(1)) + key
+    return key
+
+
+# --- checks across fields ---------------------------------------------------------------
+
+
+def _cross_field_issues(raw: RawSpec, source: SourceText) -> list[SpecIssue]:
+    issues: list[SpecIssue] = []
+    for name, item in raw.sources.items():
+        base: KeyPath = ("sources", name)
+        if isinstance(item, RawMcpSource):
+            issues.extend(_mcp_issues(base, item, source))
+        elif isinstance(item, RawOpenApiSource):
+            auth = item.auth
+            for present, absent in (("username", "password"), ("password", "username")):
+                if getattr(auth, present) is not None and getattr(auth, absent) is None:
+                    issues.append(
+                        source.issue(
+                            (*base, "auth", present),
+                            f"`{present}` needs `{absent}` too (HTTP basic authentication)",
+                            anchor="key",
+                        )
+                    )
+    return issues
+
+
+_STDIO_ONLY = ("args", "env", "cwd")
+_HTTP_ONLY = ("transport", "headers")
+
+
+def _mcp_issues(base: KeyPath, item: RawMcpSource, source: SourceText) -> list[SpecIssue]:
+    given = item.model_fields_set
+    if item.command is not None and item.url is not None:
+        return [
+            source.issue(
+                (*base, "url"),
+                "set either `command` (a stdio server) or `url` (an HTTP server), not both",
+                anchor="key",
+            )
+        ]
+    if item.command is None and item.url is None:
+        return [
+            source.issue(
+                base,
+                "an mcp source needs `command` (a stdio server, e.g. "
+                '`command = "github-mcp-server"`) or `url` (an HTTP server)',
+                anchor="key",
+            )
+        ]
+    wrong, kind, uses = (
+        (_HTTP_ONLY, "HTTP servers (`url`)", "`command`")
+        if item.command is not None
+        else (_STDIO_ONLY, "stdio servers (`command`)", "`url`")
+    )
+    return [
+        source.issue(
+            (*base, key),
+            f"`{key}` applies only to {kind}; this source uses {uses}",
+            anchor="key",
+        )
+        for key in wrong
+        if key in given
+    ]
+
+
+# --- raw → frozen -----------------------------------------------------------------------
+
+
+def _resolve(raw: RawSpec, file: Path) -> Spec:
+    root = file.parent
+    sources: dict[str, SourceSpec] = {}
+    for name, item in raw.sources.items():
+        sources[name] = _source(name, item, root)
+    return Spec(
+        path=file,
+        version=raw.version,
+        name=raw.name,
+        limits=Limits(**cast(BaseModel, raw.limits).model_dump()),
+        policy=PolicySpec(
+            default=raw.policy.default,
+            rules=tuple(
+                PolicyRule(tools=r.tools, decision=r.decision, read_only=r.read_only)
+                for r in raw.policy.rules
+            ),
+        ),
+        sources=MappingProxyType(sources),
+    )
+
+
+def _source(
+    name: str, item: RawMcpSource | RawOpenApiSource | RawPythonSource, root: Path
+) -> SourceSpec:
+    if isinstance(item, RawMcpSource):
+        if item.command is not None:
+            return McpStdioSource(
+                name=name,
+                command=item.command,
+                args=tuple(item.args),
+                env=_secrets(name, "env", item.env),
+                cwd=None if item.cwd is None else _path(root, item.cwd),
+                timeout_ms=item.timeout_ms,
+            )
+        assert item.url is not None  # checked by _mcp_issues
+        return McpHttpSource(
+            name=name,
+            url=item.url,
+            transport=item.transport,
+            headers=_secrets(name, "headers", item.headers),
+            timeout_ms=item.timeout_ms,
+        )
+    if isinstance(item, RawOpenApiSource):
+        auth = {k: v for k, v in item.auth.model_dump().items() if v is not None}
+        return OpenApiSource(
+            name=name,
+            document=_path(root, item.document),
+            base_url=item.base_url,
+            auth=_secrets(name, "auth", auth),
+            include=tuple(item.include),
+            exclude=tuple(item.exclude),
+        )
+    return PythonSource(
+        name=name, module=item.module, path=tuple(_path(root, p) for p in item.path)
+    )
+
+
+def _secrets(name: str, table: str, values: Mapping[str, Any]) -> Mapping[str, SecretTemplate]:
+    return MappingProxyType(
+        {
+            key: SecretTemplate(str(value), key=format_key(("sources", name, table, key)))
+            for key, value in values.items()
+        }
+    )
+
+
+def _path(root: Path, value: str) -> Path:
+    path = Path(value)
+    return Path(os.path.normpath(path if path.is_absolute() else root / path))

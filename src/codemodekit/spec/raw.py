@@ -1,0 +1,381 @@
+"""Raw pydantic models that mirror ``codemode.toml`` key for key.
+
+They forbid unknown keys, are strict about TOML types (``"5000"`` is not an integer) and
+carry every field's default, description and a TOML example: the JSON Schema
+(``schema/codemode.schema.json``) and the reference (``docs/spec.md``) are generated from
+them. ``loader.py`` turns a validated ``RawSpec`` into the frozen ``Spec``.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import itertools
+import re
+from dataclasses import fields as dataclass_fields
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    create_model,
+    field_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from codemodekit import limits as limits_module
+from codemodekit.limits import Limits
+
+TOML_EXAMPLE = "x-toml-example"
+"""JSON Schema extension keyword holding a field's TOML example (used by ``docs/spec.md``)."""
+
+_VAR_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_ANY_REFERENCE = re.compile(r"\$\{[^}]*\}?")
+
+
+def _no_env_references(value: str) -> str:
+    # ${VAR} is expanded only in env/headers/auth; elsewhere it would silently stay literal.
+    match = _ANY_REFERENCE.search(value)
+    if match is not None:
+        raise PydanticCustomError(
+            "env_reference_not_allowed",
+            "`{reference}` is not expanded here: environment variables are read only in "
+            "`env`, `headers` and `auth` values",
+            {"reference": match.group(0)},
+        )
+    return value
+
+
+def _well_formed_references(value: str) -> str:
+    for match in _ANY_REFERENCE.finditer(value):
+        if _VAR_REFERENCE.fullmatch(match.group(0)) is None:
+            raise PydanticCustomError(
+                "env_reference_malformed",
+                "malformed environment reference: write `${{NAME}}` where NAME is letters, "
+                "digits and `_` and does not start with a digit",
+            )
+    return value
+
+
+PlainStr = Annotated[str, AfterValidator(_no_env_references)]
+"""A string that must not contain ``${...}`` (only secret-bearing values are expanded)."""
+SecretValue = Annotated[str, AfterValidator(_well_formed_references)]
+"""A string in ``env``/``headers``/``auth``: may use ``${VAR}``, never shown in errors."""
+SourceName = Annotated[str, StringConstraints(min_length=1, pattern=r"^[^.\s]+$")]
+PositiveInt = Annotated[int, Field(gt=0)]
+
+
+def _field(default: Any, description: str, example: str, **kwargs: Any) -> Any:
+    """A field with its default, description and TOML example in one place."""
+    return Field(
+        default,
+        description=description,
+        json_schema_extra={TOML_EXAMPLE: example},
+        **kwargs,
+    )
+
+
+class _Raw(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+# --- [limits] ---------------------------------------------------------------------------
+
+
+def _limit_descriptions() -> dict[str, str]:
+    """The attribute docstrings of ``Limits`` (the single place limits are documented)."""
+    tree = ast.parse(inspect.getsource(limits_module))
+    found: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == Limits.__name__:
+            body = node.body
+            for current, following in itertools.pairwise(body):
+                if (
+                    isinstance(current, ast.AnnAssign)
+                    and isinstance(current.target, ast.Name)
+                    and isinstance(following, ast.Expr)
+                    and isinstance(following.value, ast.Constant)
+                    and isinstance(following.value.value, str)
+                ):
+                    found[current.target.id] = " ".join(following.value.value.split())
+    return found
+
+
+def _build_raw_limits() -> type[BaseModel]:
+    # Built from Limits itself so names and defaults cannot drift from the runtime.
+    descriptions = _limit_descriptions()
+    definitions: dict[str, Any] = {}
+    for item in dataclass_fields(Limits):
+        default = item.default
+        definitions[item.name] = (
+            PositiveInt,
+            _field(
+                default,
+                descriptions.get(item.name, item.name.replace("_", " ")),
+                f"{item.name} = {default}",
+            ),
+        )
+    model: type[BaseModel] = create_model(
+        "RawLimits",
+        __base__=_Raw,
+        __doc__="Bounds of one run. Every key is optional; all must be positive integers.",
+        **definitions,
+    )
+    return model
+
+
+RawLimits = _build_raw_limits()
+
+
+# --- [policy] ---------------------------------------------------------------------------
+
+Decision = Literal["allow", "deny"]
+
+
+class RawPolicyRule(_Raw):
+    """One policy rule; the first rule whose `tools` glob (and `read_only`) matches decides."""
+
+    tools: PlainStr = _field(
+        ...,
+        "Glob over `source.tool` addresses (`*` matches any run of characters).",
+        'tools = "github.get_*"',
+        min_length=1,
+    )
+    decision: Decision = _field(
+        ..., "What a matching call gets: `allow` or `deny`.", 'decision = "allow"'
+    )
+    read_only: bool | None = _field(
+        None,
+        "When true, the rule matches only tools annotated `readOnlyHint: true`; "
+        "when false, only tools without it. Absent: any tool.",
+        "read_only = true",
+    )
+
+
+class RawPolicy(_Raw):
+    """Which tool calls may run. Required: there is no implicit allow-all."""
+
+    default: Decision = _field(
+        ...,
+        "Decision for a call that no rule matches: `allow` or `deny`.",
+        'default = "deny"',
+    )
+    rules: list[RawPolicyRule] = _field(
+        [],
+        "Ordered rules; the first match decides.",
+        'rules = [{ tools = "github.get_*", decision = "allow" }]',
+    )
+
+
+# --- [sources.NAME] ---------------------------------------------------------------------
+
+
+class RawMcpSource(_Raw):
+    """An MCP server: a local process over stdio (`command`) or a remote one (`url`)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [{"required": ["command"]}, {"required": ["url"]}],
+            "allOf": [
+                {
+                    "if": {"required": ["command"]},
+                    "then": {"properties": {"transport": False, "headers": False}},
+                },
+                {
+                    "if": {"required": ["url"]},
+                    "then": {"properties": {"args": False, "env": False, "cwd": False}},
+                },
+            ],
+        }
+    )
+
+    type: Literal["mcp"] = _field(..., "Source type.", 'type = "mcp"')
+    command: PlainStr | None = _field(
+        None,
+        "Executable of a stdio server, started directly (never through a shell). "
+        "Set either `command` or `url`.",
+        'command = "github-mcp-server"',
+        min_length=1,
+    )
+    args: list[PlainStr] = _field(
+        [], "Arguments passed to `command` (stdio only).", 'args = ["stdio"]'
+    )
+    env: dict[str, SecretValue] = _field(
+        {},
+        "Environment of the server process (stdio only). Values may use `${VAR}`, read "
+        "from the host environment when the source connects.",
+        'env = { GITHUB_TOKEN = "${GITHUB_TOKEN}" }',
+    )
+    cwd: PlainStr | None = _field(
+        None,
+        "Working directory of the server process (stdio only), relative to this file.",
+        'cwd = "tools/github"',
+        min_length=1,
+    )
+    url: PlainStr | None = _field(
+        None,
+        "Endpoint of a remote server (`http://` or `https://`). Set either `command` or `url`.",
+        'url = "https://deploy.example.com/mcp"',
+        min_length=1,
+    )
+    transport: Literal["streamable-http", "sse"] = _field(
+        "streamable-http",
+        "HTTP transport (url only): `streamable-http`, or `sse` for legacy SSE servers.",
+        'transport = "sse"',
+    )
+    headers: dict[str, SecretValue] = _field(
+        {},
+        "HTTP headers sent with every request (url only). Values may use `${VAR}`.",
+        'headers = { Authorization = "Bearer ${DEPLOY_TOKEN}" }',
+    )
+    timeout_ms: PositiveInt | None = _field(
+        None,
+        "Connect and tool-discovery timeout in milliseconds; absent means the library default.",
+        "timeout_ms = 10000",
+    )
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^https?://[^\s/]+", value):
+            raise PydanticCustomError(
+                "url_scheme", "expected an http:// or https:// URL with a host"
+            )
+        return value
+
+
+class RawOpenApiAuth(_Raw):
+    """Credentials applied per the document's security schemes. Values may use `${VAR}`."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "dependentRequired": {"username": ["password"], "password": ["username"]}
+        }
+    )
+
+    api_key: SecretValue | None = _field(
+        None, "Value for an `apiKey` security scheme.", 'api_key = "${PETSTORE_KEY}"'
+    )
+    bearer: SecretValue | None = _field(
+        None, "Token for an HTTP `bearer` security scheme.", 'bearer = "${PETSTORE_TOKEN}"'
+    )
+    username: SecretValue | None = _field(
+        None, "User name for an HTTP `basic` security scheme.", 'username = "${PETSTORE_USER}"'
+    )
+    password: SecretValue | None = _field(
+        None,
+        "Password for an HTTP `basic` security scheme.",
+        'password = "${PETSTORE_PASSWORD}"',
+    )
+
+
+class RawOpenApiSource(_Raw):
+    """An OpenAPI 3.x document; each operation becomes a tool."""
+
+    type: Literal["openapi"] = _field(..., "Source type.", 'type = "openapi"')
+    document: PlainStr = _field(
+        ...,
+        "Path of the OpenAPI document (JSON or YAML), relative to this file. "
+        "Read from disk, never fetched.",
+        'document = "specs/petstore.yaml"',
+        min_length=1,
+    )
+    base_url: PlainStr | None = _field(
+        None,
+        "Server URL requests are sent to; absent means the document's first `servers` entry.",
+        'base_url = "https://petstore.example.com/v3"',
+        min_length=1,
+    )
+    auth: RawOpenApiAuth = _field(
+        RawOpenApiAuth(),
+        "Credentials for the document's security schemes.",
+        'auth = { api_key = "${PETSTORE_KEY}" }',
+    )
+    include: list[PlainStr] = _field(
+        [],
+        "Globs over operation names to keep; empty keeps every operation.",
+        'include = ["pet*"]',
+    )
+    exclude: list[PlainStr] = _field(
+        [],
+        "Globs over operation names to drop (applied after `include`).",
+        'exclude = ["deletePet"]',
+    )
+
+
+class RawPythonSource(_Raw):
+    """A Python module whose attributes made with `define_tool` become tools."""
+
+    type: Literal["python"] = _field(..., "Source type.", 'type = "python"')
+    module: PlainStr = _field(
+        ...,
+        "Dotted module name; its `define_tool` attributes are the tools (`__all__` respected).",
+        'module = "myapp.tools"',
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$",
+    )
+    path: list[PlainStr] = _field(
+        [],
+        "Extra import roots, relative to this file (this file's folder is always one).",
+        'path = ["src"]',
+    )
+
+
+RawSource = Annotated[
+    RawMcpSource | RawOpenApiSource | RawPythonSource, Field(discriminator="type")
+]
+SOURCE_MODELS: dict[str, type[_Raw]] = {
+    "mcp": RawMcpSource,
+    "openapi": RawOpenApiSource,
+    "python": RawPythonSource,
+}
+
+
+# --- the file ---------------------------------------------------------------------------
+
+
+class RawSpec(_Raw):
+    """`codemode.toml`: tool sources, limits and policy of one code-mode server."""
+
+    model_config = ConfigDict(title="codemode.toml")
+
+    version: int = Field(
+        ...,
+        description="Version of this file format; must be 1.",
+        json_schema_extra={"const": 1, TOML_EXAMPLE: "version = 1"},
+    )
+    name: PlainStr = _field(
+        ...,
+        "Name of this code-mode server (shown to MCP clients).",
+        'name = "work-code-mode"',
+        min_length=1,
+    )
+    limits: RawLimits = _field(  # type: ignore[valid-type]
+        RawLimits(),
+        "Bounds of one run; every key is optional.",
+        "[limits]\ncompute_time_ms = 5000",
+    )
+    policy: RawPolicy = _field(
+        ...,
+        "Which tool calls may run. Required: there is no implicit allow-all.",
+        '[policy]\ndefault = "deny"',
+    )
+    sources: dict[SourceName, RawSource] = _field(
+        {},
+        "Tool sources; the table key is the namespace (`tools.NAME.tool`), preserved exactly. "
+        'Quote names with `-` or other characters: `[sources."deployment-api"]`.',
+        '[sources.app]\ntype = "python"\nmodule = "myapp.tools"',
+    )
+
+    @field_validator("version")
+    @classmethod
+    def _supported_version(cls, value: int) -> int:
+        if value != 1:
+            raise PydanticCustomError(
+                "unsupported_version",
+                "unsupported version {version}: this codemodekit reads `version = 1`",
+                {"version": value},
+            )
+        return value
