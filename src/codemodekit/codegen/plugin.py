@@ -1,0 +1,285 @@
+"""``generate_plugin``: an Agent Plugin whose companion skill snapshots the catalog.
+
+Three kinds of file, so regeneration never destroys what a person wrote:
+
+- ``generated``: owned by the generator, replaced on every run (``mcp.json``, references).
+- ``seed``: written once when absent, then the author's (``plugin.json``, ``examples.md``).
+- ``block``: ``SKILL.md``; only the text between the generated markers is replaced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from codemodekit.catalog import Catalog, ToolDefinition, thaw
+from codemodekit.codegen.artifacts import ALL_TOOLS_FILE, LOCK_FILE, generate, source_layouts
+from codemodekit.codegen.contract import RESULT_CONTRACT
+from codemodekit.codegen.layout import slug
+from codemodekit.codegen.lockfile import dump_json
+from codemodekit.limits import Limits
+
+ArtifactKind = Literal["generated", "seed", "block"]
+
+BLOCK_BEGIN = "<!-- codemode:generated:begin: `codemode generate` rewrites this block -->"
+BLOCK_END = "<!-- codemode:generated:end -->"
+METADATA_FILE = "catalog-metadata.json"
+_SEED_NAMES = ("plugin.json", "examples.md")
+_INLINE_TOOL_LIST = 40
+"""Up to this many tools, SKILL.md lists every address; beyond, only sources and files."""
+
+
+def skill_dir(name: str) -> str:
+    return f"skills/use-{slug(name)}-codemode"
+
+
+def artifact_kind(path: str) -> ArtifactKind:
+    """How the writer treats a plugin path (``generate`` output is all ``generated``)."""
+    base = path.rsplit("/", 1)[-1]
+    if base == "SKILL.md":
+        return "block"
+    if base in _SEED_NAMES:
+        return "seed"
+    return "generated"
+
+
+def merge_generated_block(existing: str | None, generated: str) -> str:
+    """``existing`` with its generated block replaced by the one in ``generated``.
+
+    Text outside the markers is the author's and is kept byte for byte. A file whose markers
+    were removed gets the block appended, so the catalog summary is never silently lost.
+    """
+    if existing is None:
+        return generated
+    new_block = _block(generated)
+    if new_block is None:
+        return existing
+    begin = existing.find(BLOCK_BEGIN)
+    end = existing.find(BLOCK_END, begin + 1) if begin >= 0 else -1
+    if begin < 0 or end < 0:
+        return existing.rstrip("\n") + "\n\n" + new_block + "\n"
+    return existing[:begin] + new_block + existing[end + len(BLOCK_END) :]
+
+
+def _block(text: str) -> str | None:
+    begin = text.find(BLOCK_BEGIN)
+    end = text.find(BLOCK_END, begin + 1) if begin >= 0 else -1
+    if begin < 0 or end < 0:
+        return None
+    return text[begin : end + len(BLOCK_END)]
+
+
+def _first_sentence(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split())
+    cut = flat.find(". ")
+    if 0 <= cut < limit:
+        return flat[: cut + 1]
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def _example_value(schema: Any, depth: int = 0) -> Any:
+    """A placeholder value of the right shape for a worked example."""
+    if not isinstance(schema, Mapping) or depth > 4:
+        return None
+    if "const" in schema:
+        return schema["const"]
+    enum = schema.get("enum")
+    if isinstance(enum, list) and enum:
+        return enum[0]
+    if "default" in schema:
+        return schema["default"]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), None)
+    if kind == "object" or "properties" in schema:
+        props = schema.get("properties")
+        props = props if isinstance(props, Mapping) else {}
+        required = schema.get("required")
+        required = required if isinstance(required, list) else []
+        return {k: _example_value(props.get(k), depth + 1) for k in required if isinstance(k, str)}
+    return {"string": "...", "integer": 1, "number": 1, "boolean": False, "array": []}.get(
+        str(kind)
+    )
+
+
+def _examples_md(catalog: Catalog, name: str) -> str:
+    import json
+
+    tools = [t for t in catalog.available_tools if not t.deprecated][:3]
+    out = [
+        f"# Worked examples for {name}",
+        "",
+        "Generated once as a starting point; this file is yours now (regeneration keeps it).",
+        "Each program is the body of an async function: `await` tool calls, `return` the answer.",
+        "",
+    ]
+    for tool in tools:
+        args = json.dumps(_example_value(thaw(tool.input_schema)) or {}, ensure_ascii=False)
+        out += [
+            f"## {tool.address}",
+            "",
+            _first_sentence(tool.description) or "(no description)",
+            "",
+            "```ts",
+            f"const r = await {tool.address}({args});",
+            "if (r.structuredContent !== undefined) return r.structuredContent;",
+            'const text = r.content.find((b) => b.type === "text");',
+            'return text && text.type === "text" ? text.text : r.content;',
+            "```",
+            "",
+        ]
+    if not tools:
+        out += ["(The catalog had no callable tools when this file was generated.)", ""]
+    return "\n".join(out)
+
+
+def _runtime_md(limits: Limits) -> str:
+    rows = "\n".join(f"| `{k}` | {v} |" for k, v in limits.to_json().items())
+    return f"""\
+# Code Mode runtime
+
+Send one TypeScript program to the `run_typescript` MCP tool. It runs in a QuickJS sandbox:
+
+- The program is the body of an `async` function: use `await`, finish with `return value`.
+  The returned value must be JSON-serializable; `console.log` output comes back as logs.
+- The only way out is `tools.<source>.<tool>(input)`; it returns a `Promise<ToolResult>`
+  (see result-contract.md). There is no `fetch`, timers, `import`, `require` or file access.
+- Types are erased, not checked: the declarations in `tools*.d.ts` are for reading. Inputs
+  are validated against the tool's JSON Schema before the call; a bad input fails with
+  `TOOL_INPUT_INVALID`.
+- Calls may be denied by policy (`TOOL_DENIED`). A failed call is never retried for you.
+- `enum`, `namespace`, decorators and module syntax are rejected (`UNSUPPORTED_SYNTAX`).
+- Use `search_tools` (detail `"typescript"`) when a tool is missing from these references.
+
+## Limits (defaults; a deployment may override them)
+
+| limit | value |
+|---|---|
+{rows}
+"""
+
+
+def _result_contract_md() -> str:
+    return (
+        "# Tool results\n\n"
+        "Every tool call resolves to a `ToolResult`; read `structuredContent` first and fall\n"
+        "back to `content` (text blocks often hold JSON: parse it inside try/catch).\n\n"
+        "```ts\n" + RESULT_CONTRACT + "```\n"
+    )
+
+
+def _tool_entry(tool: ToolDefinition, declared_in: str) -> dict[str, Any]:
+    return {
+        "address": tool.address,
+        "declared_in": declared_in,
+        "deprecated": tool.deprecated,
+        "description": _first_sentence(tool.description),
+        "read_only": tool.read_only,
+    }
+
+
+def _skill_md(catalog: Catalog, name: str, files: Mapping[str, str], skill: str) -> str:
+    sources = ", ".join(catalog.sources) or "no sources"
+    description = (
+        f"Use the {name} tools ({sources}) through Code Mode: write one TypeScript program "
+        "that calls tools.* and run it with the run_typescript MCP tool."
+    )
+    layouts = source_layouts(catalog)
+    block = [
+        BLOCK_BEGIN,
+        "## Catalog (generated)",
+        "",
+        f"Catalog revision `{catalog.revision}`: {len(catalog.available_tools)} callable tools.",
+        "Read `references/runtime.md` and `references/result-contract.md` before the first "
+        "program.",
+        f"`references/{ALL_TOOLS_FILE}` declares every tool; per-source files are smaller:",
+        "",
+        "| source | tools | declarations |",
+        "|---|---|---|",
+    ]
+    for layout in layouts:
+        count = sum(1 for t in catalog.source_tools(layout.source) if t.available)
+        where = f"`references/{layout.file}`"
+        if layout.shards:
+            where += f" (index of {len(layout.shards)} shards)"
+        block.append(f"| `{layout.source}` | {count} | {where} |")
+    tools = catalog.available_tools
+    if tools and len(tools) <= _INLINE_TOOL_LIST:
+        block += ["", "Tools:", ""]
+        for tool in tools:
+            summary = _first_sentence(tool.description, 100)
+            block.append(f"- `{tool.address}`" + (f": {summary}" if summary else ""))
+    if catalog.quarantined:
+        block += [
+            "",
+            f"{len(catalog.quarantined)} tools are quarantined (not callable); "
+            f"see `references/{METADATA_FILE}`.",
+        ]
+    block.append(BLOCK_END)
+    return (
+        "---\n"
+        f"name: use-{slug(name)}-codemode\n"
+        f"description: {dump_json(description).strip()}\n"
+        "---\n\n"
+        f"# Use {name} through Code Mode\n\n"
+        "<!-- Authored guidance goes here: when to use these tools, workflows, safety\n"
+        "     decisions, worked compositions. Text outside the generated block survives\n"
+        "     regeneration. -->\n\n" + "\n".join(block) + "\n"
+    )
+
+
+def generate_plugin(
+    catalog: Catalog,
+    *,
+    name: str,
+    config: str = "codemode.toml",
+    command: str = "codemode",
+    limits: Limits | None = None,
+) -> dict[str, str]:
+    """The plugin tree as ``{relative path: text}``; ``config`` is passed verbatim to
+    ``codemode serve -c`` in ``mcp.json`` (relative paths resolve against the MCP host's
+    working directory). Use ``artifact_kind`` / ``merge_generated_block`` when writing."""
+    skill = skill_dir(name)
+    refs = f"{skill}/references"
+    declarations = {k: v for k, v in generate(catalog, name=name).items() if k != LOCK_FILE}
+    files: dict[str, str] = {}
+    files["plugin.json"] = dump_json(
+        {
+            "name": f"{slug(name)}-codemode",
+            "version": "0.1.0",
+            "description": f"Code Mode access to the {name} tool catalog.",
+            "mcpServers": "./mcp.json",
+            "skills": "./skills/",
+        }
+    )
+    files["mcp.json"] = dump_json(
+        {"mcpServers": {slug(name): {"command": command, "args": ["serve", "-c", config]}}}
+    )
+    files[f"{skill}/SKILL.md"] = _skill_md(catalog, name, declarations, skill)
+    files[f"{refs}/runtime.md"] = _runtime_md(limits or Limits())
+    files[f"{refs}/result-contract.md"] = _result_contract_md()
+    files[f"{refs}/examples.md"] = _examples_md(catalog, name)
+    for path, text in declarations.items():
+        files[f"{refs}/{path}"] = text
+    layouts = {layout.source: layout for layout in source_layouts(catalog)}
+    entries = []
+    for tool in catalog.available_tools:
+        layout = layouts[tool.source]
+        declared = next((p for p, n in layout.shards.items() if tool.name in n), layout.file)
+        entries.append(_tool_entry(tool, f"references/{declared}"))
+    generated = sorted(p for p in files if artifact_kind(p) == "generated")
+    files[f"{refs}/{METADATA_FILE}"] = dump_json(
+        {
+            "catalog_revision": catalog.revision,
+            "files": generated,
+            "name": name,
+            "quarantined": [
+                {"address": t.address, "reason": t.quarantine} for t in catalog.quarantined
+            ],
+            "skipped": [
+                {"source": s.source, "name": s.name, "reason": s.reason} for s in catalog.skipped
+            ],
+            "tools": entries,
+        }
+    )
+    return dict(sorted(files.items()))
