@@ -1,0 +1,79 @@
+"""Search quality and latency on real tool descriptions.
+
+    python benchmarks/bench_search.py
+
+Prints recall@5 (and recall@1, MRR) of ``tests/fixtures/search/queries.json`` over the
+fixture catalog (GitHub REST operations + petstore), then the median query latency over
+catalogs of about 10,000 and 47,000 tools (the fixture replicated under distinct source
+names), with the one-off index build time. Queries run against a warm index: the index is
+built once per catalog revision and cached.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.fixtures.search.catalog_fixture import (  # noqa: E402
+    copies_for,
+    fixture_catalog,
+    fixture_queries,
+)
+
+from codemodekit.search import index_for, search_catalog  # noqa: E402
+
+
+def quality() -> None:
+    catalog = fixture_catalog()
+    queries = fixture_queries()
+    at1 = at5 = 0
+    reciprocal = 0.0
+    misses = []
+    for case in queries:
+        response = search_catalog(catalog, case["query"], limit=10)
+        keys = [f"{h.source}.{h.name}" for h in response.hits]
+        ranks = [keys.index(e) + 1 for e in case["expected"] if e in keys]
+        best = min(ranks) if ranks else None
+        if best == 1:
+            at1 += 1
+        if best is not None and best <= 5:
+            at5 += 1
+        else:
+            misses.append((case["query"], case["expected"], keys[:5]))
+        reciprocal += 1.0 / best if best else 0.0
+    n = len(queries)
+    print(f"catalog: {len(catalog.available_tools)} tools; queries: {n}")
+    print(f"recall@1 {at1 / n:.3f}  recall@5 {at5 / n:.3f}  MRR@10 {reciprocal / n:.3f}")
+    for query, expected, got in misses:
+        print(f"  miss: {query!r}: expected {expected}, top 5 {got}")
+
+
+def latency(size: int) -> None:
+    catalog = fixture_catalog(copies_for(size))
+    started = time.perf_counter()
+    index_for(catalog)
+    build_ms = (time.perf_counter() - started) * 1000
+    queries = [case["query"] for case in fixture_queries()]
+    samples = []
+    for _ in range(3):
+        for query in queries:
+            started = time.perf_counter()
+            search_catalog(catalog, query)
+            samples.append((time.perf_counter() - started) * 1000)
+    samples.sort()
+    print(
+        f"{len(catalog.available_tools):>6} tools: index build {build_ms:.0f} ms; query median "
+        f"{statistics.median(samples):.2f} ms, p90 {samples[int(len(samples) * 0.9)]:.2f} ms, "
+        f"max {samples[-1]:.2f} ms ({len(samples)} queries)"
+    )
+
+
+if __name__ == "__main__":
+    quality()
+    latency(10_000)
+    latency(47_000)

@@ -1,0 +1,574 @@
+"""Deterministic lexical search over the model-visible catalog (``search_tools``).
+
+Only ``catalog.available_tools`` are indexed: quarantined tools are never found. Ranking is
+BM25F-like over four fields (tool name, source name, description, schema property names)
+with tokens split on camelCase, snake_case, kebab-case and digit boundaries and lightly
+stemmed. Exact tool names, keys (``source.name``) and addresses rank first, then tools whose
+name starts with the query, then the lexical score; ties break by address. The same catalog
+and query always give the same response.
+
+The index is built once per catalog revision and cached (a few revisions at most), so a
+query costs a posting-list walk, not a pass over the catalog.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import difflib
+import heapq
+import importlib
+import json
+import math
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from codemodekit.catalog import Catalog, ToolDefinition
+
+Detail = Literal["summary", "typescript"]
+
+DEFAULT_LIMIT = 8
+MAX_LIMIT = 50
+MAX_QUERY_CHARS = 512
+MAX_QUERY_TERMS = 32
+DESCRIPTION_CHARS = 240
+DEFAULT_MAX_BYTES = 32 * 1024
+"""Cap on a response's JSON size; hits past it are dropped (and counted), never cut."""
+
+_CACHE_SIZE = 4
+_PREFIX_EXPANSIONS = 24
+_EXACT_BONUS = 1_000_000.0
+_PREFIX_BONUS = 1_000.0
+_K1 = 1.2
+# (weight, length normalization b) per field: the name says most about what a tool does.
+_FIELDS: dict[str, tuple[float, float]] = {
+    "name": (3.0, 0.5),
+    "source": (1.0, 0.0),
+    "lead": (1.0, 0.5),
+    "description": (1.0, 0.75),
+    "properties": (0.5, 0.5),
+}
+"""``lead`` is the description's first sentence, usually the summary: its words count twice."""
+_COVERAGE_BONUS = 1.0
+"""Added per query term a tool matches, so tools matching more of the need rank higher."""
+_NAME_BONUS = 3.0
+"""Times the share of the tool name's words the query covers."""
+_SYNONYM_WEIGHT = 0.6
+_PREFIX_WEIGHT = 0.5
+
+_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_ALNUM = re.compile(r"[^a-z0-9]+")
+_LEAD = re.compile(r"(?<=[.!?])\s|\n")
+
+_STOPWORDS = frozenset(
+    """a an the of for to in on at by with from and or is are be been it its this that these
+    those my me i we our us you your all some any as into via please how do does can which
+    what who whom am there their them they so if then than also just only not no""".split()  # noqa: SIM905
+)
+
+# Generic developer vocabulary, applied to query terms only (weight _SYNONYM_WEIGHT): common
+# abbreviations and verbs an agent uses for the same operation. Keys and values are stemmed
+# at import. Deliberately small and domain-neutral; see docs/adr/0012.
+_SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
+    ("repo", "repository"),
+    ("org", "organization"),
+    ("config", "configuration", "settings"),
+    ("auth", "authentication", "authorization"),
+    ("info", "information", "details"),
+    ("dir", "directory", "folder"),
+    ("env", "environment"),
+    ("msg", "message"),
+    ("doc", "document", "documentation"),
+    ("pkg", "package"),
+    ("db", "database"),
+    ("app", "application"),
+    ("admin", "administrator"),
+    ("user", "account"),
+    ("get", "fetch", "retrieve", "read", "show", "view", "describe", "lookup"),
+    ("create", "add", "new", "make", "open", "insert"),
+    ("delete", "remove", "destroy", "drop", "erase"),
+    ("update", "edit", "modify", "change", "set", "patch"),
+    ("search", "find", "query", "lookup"),
+    ("list", "enumerate", "browse"),
+    ("run", "execute", "trigger", "launch", "dispatch", "start"),
+    ("cancel", "stop", "abort", "halt", "terminate"),
+    ("upload", "attach"),
+    ("download", "export"),
+    ("send", "post", "publish"),
+    ("star", "favorite"),
+    ("secret", "credential"),
+    ("file", "content"),
+    ("log", "logs"),
+)
+_ABBREVIATIONS: dict[str, tuple[str, ...]] = {
+    "pr": ("pull", "request"),
+    "prs": ("pull", "request"),
+    "mr": ("merge", "request"),
+    "ci": ("workflow", "check"),
+}
+
+
+def stem(token: str) -> str:
+    """Light suffix folding so ``repositories``/``repository`` and ``creating``/``create`` meet."""
+    if len(token) <= 3 or not token.isalpha():
+        return token
+    if token.endswith("ies") and len(token) > 4:
+        return token[:-3] + "y"
+    if token.endswith(("sses", "xes", "ches", "shes", "zes")):
+        token = token[:-2]
+    elif token.endswith("s") and not token.endswith(("ss", "us", "is")):
+        token = token[:-1]
+    elif token.endswith("ing") and len(token) > 5:
+        token = _undouble(token[:-3])
+    elif token.endswith("ed") and len(token) > 4:
+        token = _undouble(token[:-2])
+    if token.endswith("e") and len(token) > 4:
+        token = token[:-1]
+    return token
+
+
+def _undouble(token: str) -> str:
+    if len(token) > 2 and token[-1] == token[-2] and token[-1] not in "lsz":
+        return token[:-1]
+    return token
+
+
+def words(text: str) -> list[str]:
+    """Lower-case words of ``text``, split on case changes, separators and digits."""
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def tokenize(text: str) -> list[str]:
+    """Stemmed, stopword-free terms of ``text``."""
+    return [stem(w) for w in words(text) if w not in _STOPWORDS]
+
+
+def _normalized(text: str) -> str:
+    return _ALNUM.sub("", text.lower())
+
+
+def _synonym_table() -> dict[str, tuple[str, ...]]:
+    table: dict[str, set[str]] = {}
+    for group in _SYNONYM_GROUPS:
+        stems = [stem(w) for w in group]
+        for s in stems:
+            table.setdefault(s, set()).update(x for x in stems if x != s)
+    return {k: tuple(sorted(v)) for k, v in table.items()}
+
+
+_SYNONYMS = _synonym_table()
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    address: str
+    """The exact callable expression, e.g. ``tools.github.pulls_list``."""
+    source: str
+    name: str
+    description: str
+    """Bounded (``DESCRIPTION_CHARS``), with ``…`` where cut."""
+    deprecated: bool = False
+    read_only: bool = False
+    typescript: str | None = None
+    """``detail="typescript"``: the tool's input/output declarations."""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "address": self.address,
+            "source": self.source,
+            "name": self.name,
+            "description": self.description,
+        }
+        if self.deprecated:
+            out["deprecated"] = True
+        if self.read_only:
+            out["readOnly"] = True
+        if self.typescript is not None:
+            out["typescript"] = self.typescript
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResponse:
+    query: str
+    detail: Detail
+    source: str | None
+    revision: str
+    """The catalog revision searched: a later ``TOOL_NOT_FOUND`` can be traced to stale discovery."""
+    hits: tuple[SearchHit, ...]
+    matched: int
+    """Tools that matched the query (after the source filter); ``len(hits)`` of them returned."""
+    total: int
+    """Model-visible tools in the catalog."""
+    omitted: int = 0
+    """Hits within ``limit`` dropped to keep the response under its byte cap."""
+    note: str | None = None
+    result_contract: str | None = None
+    """``detail="typescript"``: the shared ``ToolResult`` contract, once per response."""
+
+    @property
+    def counts(self) -> str:
+        return f"{len(self.hits)} of {self.matched} matching tools (catalog: {self.total} tools)"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "query": self.query,
+            "detail": self.detail,
+            "revision": self.revision,
+            "counts": {"returned": len(self.hits), "matched": self.matched, "catalog": self.total},
+            "summary": self.counts,
+            "tools": [hit.to_json() for hit in self.hits],
+        }
+        if self.source is not None:
+            out["source"] = self.source
+        if self.omitted:
+            out["omitted"] = self.omitted
+        if self.note is not None:
+            out["note"] = self.note
+        if self.result_contract is not None:
+            out["resultContract"] = self.result_contract
+        return out
+
+    def to_text(self) -> str:
+        """Compact rendering for a model: counts, one line (or declaration) per tool, notes."""
+        lines = [f"{self.counts}; revision {self.revision}"]
+        if self.note:
+            lines.append(f"note: {self.note}")
+        for hit in self.hits:
+            flags = "".join(
+                (" [deprecated]" if hit.deprecated else "", " [read-only]" if hit.read_only else "")
+            )
+            lines.append(f"- {hit.address}{flags}: {hit.description}")
+            if hit.typescript is not None:
+                lines.append(hit.typescript.rstrip())
+        if self.omitted:
+            lines.append(f"({self.omitted} more hits omitted to bound the response size)")
+        if self.result_contract is not None:
+            lines.append("")
+            lines.append(self.result_contract.rstrip())
+        return "\n".join(lines)
+
+
+class SearchError(ValueError):
+    """Invalid search input (empty or over-long query, bad limit or detail)."""
+
+
+@dataclass(slots=True)
+class _Index:
+    tools: tuple[ToolDefinition, ...]
+    """Available tools in address order: a document id is a position here."""
+    postings: dict[str, tuple[tuple[int, ...], tuple[float, ...]]]
+    """term -> (document ids, idf-weighted BM25F contributions)."""
+    vocabulary: list[str]
+    """Sorted terms, for prefix expansion."""
+    exact: dict[str, tuple[int, ...]]
+    """Normalized name / key / address -> documents."""
+    names: list[tuple[str, int]]
+    """Sorted (normalized name or key, document), for name-prefix matches."""
+    source_ranges: dict[str, tuple[int, int]]
+
+
+_cache: OrderedDict[str, _Index] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def index_for(catalog: Catalog) -> _Index:
+    """The catalog's search index, built on first use per revision and cached."""
+    with _cache_lock:
+        index = _cache.get(catalog.revision)
+        if index is not None:
+            _cache.move_to_end(catalog.revision)
+            return index
+    index = _build(catalog.available_tools)
+    with _cache_lock:
+        _cache[catalog.revision] = index
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return index
+
+
+def _property_names(schema: Mapping[str, Any]) -> Iterable[str]:
+    # Top-level properties and one level of nesting: deeper names are rarely what a need names.
+    props = schema.get("properties")
+    if not isinstance(props, Mapping):
+        return
+    for name, sub in props.items():
+        yield name
+        if isinstance(sub, Mapping) and isinstance(sub.get("properties"), Mapping):
+            yield from sub["properties"]
+
+
+def _build(available: Iterable[ToolDefinition]) -> _Index:
+    tools = tuple(sorted(available, key=lambda t: t.address))
+    count = len(tools)
+    field_terms: dict[str, list[list[str]]] = {f: [] for f in _FIELDS}
+    source_terms: dict[str, list[str]] = {}
+    for tool in tools:
+        field_terms["name"].append(tokenize(tool.name))
+        if tool.source not in source_terms:
+            source_terms[tool.source] = tokenize(tool.source)
+        field_terms["source"].append(source_terms[tool.source])
+        field_terms["lead"].append(tokenize(_LEAD.split(tool.description, 1)[0]))
+        field_terms["description"].append(tokenize(tool.description))
+        field_terms["properties"].append(
+            [t for p in _property_names(tool.input_schema) for t in tokenize(p)]
+        )
+    averages = {
+        f: (sum(map(len, docs)) / count if count else 0.0) or 1.0 for f, docs in field_terms.items()
+    }
+    # BM25F: per document, add up field-weighted, length-normalized term frequencies, then
+    # saturate once; idf is applied when the posting lists are frozen below.
+    weighted: dict[str, dict[int, float]] = {}
+    for fname, (weight, b) in _FIELDS.items():
+        average = averages[fname]
+        for doc, terms in enumerate(field_terms[fname]):
+            if not terms:
+                continue
+            norm = weight / (1.0 - b + b * len(terms) / average)
+            for term in terms:
+                per_doc = weighted.setdefault(term, {})
+                per_doc[doc] = per_doc.get(doc, 0.0) + norm
+    # A posting's value folds in everything that depends only on (term, tool): the BM25F
+    # score, a per-term coverage bonus (tools matching more of the need rank higher) and the
+    # term's share of the tool's name (names are short verb-object phrases, so "get a pull
+    # request" prefers ``pulls_get`` over ``pulls_get_review``).
+    name_sets = [frozenset(terms) for terms in field_terms["name"]]
+    postings: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = {}
+    for term, per_doc in weighted.items():
+        df = len(per_doc)
+        idf = math.log(1.0 + (count - df + 0.5) / (df + 0.5))
+        docs = tuple(sorted(per_doc))
+        values = []
+        for d in docs:
+            value = idf * per_doc[d] / (_K1 + per_doc[d]) + _COVERAGE_BONUS
+            if term in name_sets[d]:
+                value += _NAME_BONUS / len(name_sets[d])
+            values.append(value)
+        postings[term] = (docs, tuple(values))
+    exact: dict[str, list[int]] = {}
+    names: list[tuple[str, int]] = []
+    source_ranges: dict[str, tuple[int, int]] = {}
+    for doc, tool in enumerate(tools):
+        name_key = _normalized(tool.name)
+        full_key = _normalized(tool.source) + name_key
+        for key in {name_key, full_key, _normalized(tool.address)}:
+            if key:
+                exact.setdefault(key, []).append(doc)
+        names.append((name_key, doc))
+        names.append((full_key, doc))
+        lo, _ = source_ranges.get(tool.source, (doc, doc))
+        source_ranges[tool.source] = (lo, doc + 1)
+    names.sort()
+    return _Index(
+        tools=tools,
+        postings=postings,
+        vocabulary=sorted(postings),
+        exact={k: tuple(v) for k, v in exact.items()},
+        names=names,
+        source_ranges=source_ranges,
+    )
+
+
+def _variants(index: _Index, term: str) -> list[tuple[str, float]]:
+    """The index terms a query term stands for, with their weight factor."""
+    out: dict[str, float] = {}
+    if term in index.postings:
+        out[term] = 1.0
+    for synonym in _SYNONYMS.get(term, ()):
+        if synonym in index.postings:
+            out.setdefault(synonym, _SYNONYM_WEIGHT)
+    if len(term) >= 3 and not term.isdigit():
+        start = bisect.bisect_left(index.vocabulary, term)
+        added = 0
+        for candidate in index.vocabulary[start:]:
+            if not candidate.startswith(term) or added >= _PREFIX_EXPANSIONS:
+                break
+            if candidate not in out:
+                out[candidate] = _PREFIX_WEIGHT
+                added += 1
+    return sorted(out.items())
+
+
+def _query_terms(query: str) -> list[str]:
+    raw = words(query)
+    terms: list[str] = []
+    for w in raw:
+        if w in _ABBREVIATIONS:
+            terms.extend(_ABBREVIATIONS[w])
+        elif w not in _STOPWORDS:
+            terms.append(stem(w))
+    if not terms:  # a query made only of stopwords still means something
+        terms = [stem(w) for w in raw]
+    unique = list(dict.fromkeys(terms))
+    return unique[:MAX_QUERY_TERMS]
+
+
+def _score(index: _Index, query: str) -> dict[int, float]:
+    """Lexical scores of every matching document."""
+    scores: dict[int, float] = {}
+    for term in _query_terms(query):
+        variants = _variants(index, term)
+        if len(variants) == 1:
+            docs, weights = index.postings[variants[0][0]]
+            factor = variants[0][1]
+            for doc, w in zip(docs, weights, strict=True):
+                scores[doc] = scores.get(doc, 0.0) + factor * w
+            continue
+        # A term counts once per document: its best-matching variant.
+        best: dict[int, float] = {}
+        for variant, factor in variants:
+            docs, weights = index.postings[variant]
+            for doc, w in zip(docs, weights, strict=True):
+                value = factor * w
+                if value > best.get(doc, 0.0):
+                    best[doc] = value
+        for doc, value in best.items():
+            scores[doc] = scores.get(doc, 0.0) + value
+    key = _normalized(query)
+    if len(key) >= 3:
+        start = bisect.bisect_left(index.names, (key, -1))
+        for name, doc in index.names[start:]:
+            if not name.startswith(key):
+                break
+            scores[doc] = scores.get(doc, 0.0) + _PREFIX_BONUS
+    for doc in index.exact.get(key, ()):
+        scores[doc] = scores.get(doc, 0.0) + _EXACT_BONUS
+    return scores
+
+
+def _close_sources(source: str, sources: Iterable[str]) -> str:
+    known = sorted(sources)
+    close = difflib.get_close_matches(source, known, n=5, cutoff=0.5)
+    if close:
+        return f"no source named {source!r}; did you mean {', '.join(close)}?"
+    shown = ", ".join(known[:20]) + (f" (and {len(known) - 20} more)" if len(known) > 20 else "")
+    return f"no source named {source!r}; sources: {shown or 'none'}"
+
+
+def _bounded(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    return text[: limit - 1].rstrip() + "…"
+
+
+def _typescript_renderers() -> tuple[Callable[[ToolDefinition], str], str]:
+    # Imported on use: codegen is a sibling projection and must not be needed for summaries.
+    codegen = importlib.import_module("codemodekit.codegen")
+    render: Callable[[ToolDefinition], str] = codegen.tool_typescript
+    contract: str = codegen.RESULT_CONTRACT
+    return render, contract
+
+
+def search_catalog(
+    catalog: Catalog,
+    query: str,
+    *,
+    source: str | None = None,
+    detail: Detail = "summary",
+    limit: int = DEFAULT_LIMIT,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> SearchResponse:
+    """Rank the catalog's model-visible tools for ``query``. Pure and deterministic.
+
+    Raises ``SearchError`` for an empty or over-long query, a limit outside
+    ``1..MAX_LIMIT`` or an unknown ``detail``.
+    """
+    if not isinstance(query, str) or not query.strip():
+        raise SearchError("query must be a non-empty string")
+    if len(query) > MAX_QUERY_CHARS:
+        raise SearchError(f"query is longer than {MAX_QUERY_CHARS} characters")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise SearchError(f"limit must be an integer from 1 to {MAX_LIMIT}")
+    if detail not in ("summary", "typescript"):
+        raise SearchError('detail must be "summary" or "typescript"')
+    index = index_for(catalog)
+    total = len(index.tools)
+
+    def empty(note: str) -> SearchResponse:
+        return SearchResponse(query, detail, source, catalog.revision, (), 0, total, note=note)
+
+    lo, hi = 0, total
+    if source is not None:
+        if source not in index.source_ranges:
+            if source in catalog.sources:
+                return empty(f"source {source!r} has no callable tools right now")
+            return empty(_close_sources(source, catalog.sources))
+        lo, hi = index.source_ranges[source]
+    scores = _score(index, query)
+    if source is not None:
+        scores = {d: s for d, s in scores.items() if lo <= d < hi}
+    if not scores:
+        return empty("no tool matched; try fewer or more general words, or another source")
+    # Rounding keeps float noise from deciding ties, which break by address (= document id).
+    top = [
+        doc
+        for doc, _ in heapq.nsmallest(
+            limit, scores.items(), key=lambda item: (-round(item[1], 9), item[0])
+        )
+    ]
+    render: Callable[[ToolDefinition], str] | None = None
+    contract: str | None = None
+    if detail == "typescript":
+        render, contract = _typescript_renderers()
+    hits: list[SearchHit] = []
+    used = len(json.dumps(contract or "")) + 512 + len(query)
+    omitted = 0
+    for doc in top:
+        tool = index.tools[doc]
+        hit = SearchHit(
+            address=tool.address,
+            source=tool.source,
+            name=tool.name,
+            description=_bounded(tool.description, DESCRIPTION_CHARS),
+            deprecated=tool.deprecated,
+            read_only=tool.read_only,
+            typescript=None if render is None else render(tool),
+        )
+        size = len(json.dumps(hit.to_json(), ensure_ascii=False).encode())
+        if not hits and hit.typescript is not None and used + size > max_bytes:
+            # The best hit alone is too large to declare: keep its identity, say where to look.
+            hit = dataclasses.replace(
+                hit,
+                typescript=f"// declaration omitted: {len(hit.typescript)} characters exceed "
+                f"this response's {max_bytes}-byte cap; see the generated tools.{tool.source}.d.ts",
+            )
+            size = len(json.dumps(hit.to_json(), ensure_ascii=False).encode())
+        if omitted or used + size > max_bytes:
+            omitted += 1
+            continue
+        used += size
+        hits.append(hit)
+    note = None
+    if omitted:
+        note = f"{omitted} hit(s) omitted to stay under {max_bytes} bytes; lower limit or narrow the query"
+    return SearchResponse(
+        query,
+        detail,
+        source,
+        catalog.revision,
+        tuple(hits),
+        len(scores),
+        total,
+        omitted=omitted,
+        note=note,
+        result_contract=contract,
+    )
+
+
+__all__ = [
+    "DEFAULT_LIMIT",
+    "MAX_LIMIT",
+    "MAX_QUERY_CHARS",
+    "SearchError",
+    "SearchHit",
+    "SearchResponse",
+    "index_for",
+    "search_catalog",
+    "stem",
+    "tokenize",
+]
