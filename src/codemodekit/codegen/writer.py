@@ -63,6 +63,7 @@ class WritePlan:
     def diff(self) -> str:
         """A unified diff from the directory to the generated set (empty when in sync)."""
         chunks: list[str] = []
+        shown = self.root.as_posix()
         for path in sorted({*self.writes, *self.deletes}):
             old = self.current.get(path)
             new = self.writes.get(path)
@@ -71,8 +72,8 @@ class WritePlan:
                     difflib.unified_diff(
                         (old or "").splitlines(keepends=True),
                         (new or "").splitlines(keepends=True),
-                        fromfile="/dev/null" if old is None else f"a/{path}",
-                        tofile="/dev/null" if new is None else f"b/{path}",
+                        fromfile="/dev/null" if old is None else f"{shown}/{path}",
+                        tofile="/dev/null" if new is None else f"{shown}/{path} (generated)",
                     )
                 )
             )
