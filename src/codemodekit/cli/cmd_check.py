@@ -1,17 +1,185 @@
-"""`codemode check` (placeholder until its issue lands)."""
+"""`codemode check`: load the spec, report its problems, then connect and report health.
+
+Exit codes: 0 everything usable; 1 a problem found (a malformed spec, a missing file, an
+unavailable source); 2 a usage error (no spec file at the given path).
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import logging
 import sys
-from typing import Any
+from pathlib import Path
+from typing import Any, TextIO
+from urllib.parse import urlsplit
+
+from codemodekit.limits import Limits
+from codemodekit.providers.base import HealthStatus, SourceHealth
+from codemodekit.spec import SpecError, load_spec
+from codemodekit.spec.checks import check_environment
+from codemodekit.spec.model import (
+    McpHttpSource,
+    McpStdioSource,
+    OpenApiSource,
+    PythonSource,
+    SourceSpec,
+    Spec,
+)
+
+DEFAULT_CONFIG = "codemode.toml"
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("check", help="(not yet available)")
-    parser.set_defaults(func=_run)
+    parser = sub.add_parser(
+        "check",
+        help="validate codemode.toml, then connect every source and report its health",
+        description=(
+            "Load the spec and report problems with file:line:column. Unless --offline, "
+            "also start every source and report health, tool counts, quarantined tools "
+            "and skipped operations. Exit 1 when a problem is found."
+        ),
+    )
+    parser.add_argument(
+        "-c",
+        "--config",
+        default=DEFAULT_CONFIG,
+        metavar="PATH",
+        help="the spec file (default: ./codemode.toml)",
+    )
+    parser.add_argument(
+        "--offline",
+        "--spec-only",
+        dest="offline",
+        action="store_true",
+        help="check the file only; do not start or connect to any source",
+    )
+    parser.set_defaults(func=run_check)
 
 
-def _run(args: argparse.Namespace) -> int:
-    print("codemode check: not available yet", file=sys.stderr)
-    return 2
+def run_check(args: argparse.Namespace) -> int:
+    config = Path(args.config)
+    if not config.exists():
+        print(
+            f"codemode check: {args.config} not found; create one with `codemode init` "
+            "or pass -c PATH",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        spec = load_spec(args.config)
+    except SpecError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    findings = check_environment(spec)
+    print_summary(spec, args.config, sys.stdout)
+    for issue in findings.warnings:
+        print("warning: " + issue.render(args.config), file=sys.stderr)
+    for issue in findings.errors:
+        print(issue.render(args.config), file=sys.stderr)
+    if findings.errors:
+        return 1
+    if args.offline:
+        return 0
+    return asyncio.run(_connect(spec, sys.stdout))
+
+
+def print_summary(spec: Spec, shown_path: str, out: TextIO) -> None:
+    """The spec on one screen: name, sources, non-default limits, policy."""
+    print(f"{shown_path}: spec is valid", file=out)
+    print(f"  name:    {spec.name}", file=out)
+    if spec.sources:
+        print("  sources:", file=out)
+        width = max(len(n) for n in spec.sources)
+        for name, source in spec.sources.items():
+            print(f"    {name:<{width}}  {describe_source(source)}", file=out)
+    else:
+        print("  sources: (none)", file=out)
+    changed = _changed_limits(spec.limits)
+    if changed:
+        print("  limits:  " + ", ".join(changed), file=out)
+    else:
+        print("  limits:  defaults", file=out)
+    print(f"  policy:  default {spec.policy.default}", file=out)
+    for index, rule in enumerate(spec.policy.rules, 1):
+        scope = "" if rule.read_only is None else f" (read_only = {str(rule.read_only).lower()})"
+        print(f"    {index}. {rule.tools}{scope} -> {rule.decision}", file=out)
+
+
+def describe_source(source: SourceSpec) -> str:
+    # Only parts that cannot carry a secret: no args, env, headers, URL query or userinfo.
+    if isinstance(source, McpStdioSource):
+        extra = f" +{len(source.args)} args" if source.args else ""
+        return f"mcp (stdio): {source.command}{extra}"
+    if isinstance(source, McpHttpSource):
+        parts = urlsplit(source.url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+        return f"mcp ({source.transport}): {parts.scheme}://{host}{port}{parts.path}"
+    if isinstance(source, OpenApiSource):
+        return f"openapi: {source.document.name}"
+    if isinstance(source, PythonSource):
+        return f"python: {source.module}"
+    return type(source).__name__  # pragma: no cover - SourceSpec is closed
+
+
+def _changed_limits(limits: Limits) -> list[str]:
+    defaults = Limits()
+    return [
+        f"{name} = {getattr(limits, name)} (default {getattr(defaults, name)})"
+        for name in Limits.names()
+        if getattr(limits, name) != getattr(defaults, name)
+    ]
+
+
+async def _connect(spec: Spec, out: TextIO) -> int:
+    from codemodekit.run import CodeMode
+
+    _quiet_library_logs()
+    print("connecting...", file=out, flush=True)
+    async with CodeMode.from_spec(spec) as cm:
+        health = cm.health
+        catalog = cm.catalog
+    print_health(health, out)
+    if catalog.quarantined:
+        print("quarantined tools (visible, not callable):", file=out)
+        for tool in catalog.quarantined:
+            print(f"  {tool.source}.{tool.name}: {tool.quarantine}", file=out)
+    if catalog.skipped:
+        print("skipped operations:", file=out)
+        for skipped in catalog.skipped:
+            print(f"  {skipped.source}.{skipped.name}: {skipped.reason}", file=out)
+    total = len(catalog.available_tools)
+    print(f"{total} callable tool{'s' if total != 1 else ''}, catalog {catalog.revision}", file=out)
+    unavailable = [h.source for h in health if h.status == HealthStatus.UNAVAILABLE]
+    if unavailable:
+        print(f"unavailable: {', '.join(unavailable)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def print_health(health: tuple[SourceHealth, ...], out: TextIO) -> None:
+    print("sources:", file=out)
+    if not health:
+        print("  (none)", file=out)
+        return
+    width = max(len(h.source) for h in health)
+    for item in health:
+        data = item.to_json()
+        line = f"  {data['source']:<{width}}  {data['status']:<11}  {data['kind']:<7}"
+        line += f"  {data['tools']} tool{'s' if data['tools'] != 1 else ''}"
+        if data["message"]:
+            line += f"  ({data['message']})"
+        print(line, file=out)
+
+
+def _quiet_library_logs() -> None:
+    # Health is printed above; only unexpected failures (with their correlation id)
+    # should reach stderr as log lines.
+    logger = logging.getLogger("codemodekit")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("codemode: %(levelname)s %(message)s"))
+        handler.setLevel(logging.ERROR)
+        logger.addHandler(handler)
+        logger.propagate = False

@@ -15,7 +15,7 @@ from typing import Any
 from codemodekit.spec.raw import RawSpec
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
-SCHEMA_ID = "https://codemodekit.dev/schema/codemode.schema.json"
+SCHEMA_ID = "urn:codemodekit:codemode.schema.json"
 REGENERATE_COMMAND = "python -m codemodekit.spec.jsonschema > schema/codemode.schema.json"
 
 

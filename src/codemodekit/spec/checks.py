@@ -1,0 +1,90 @@
+"""Checks of a loaded ``Spec`` against this machine: files that must exist, variables that
+must be set. ``load_spec`` stays pure (the same file loads anywhere); ``codemode check``
+runs these and points each finding at its line.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from codemodekit.spec.errors import SourceText, SpecIssue
+from codemodekit.spec.model import (
+    McpStdioSource,
+    OpenApiSource,
+    PythonSource,
+    SecretTemplate,
+    Spec,
+)
+from codemodekit.spec.positions import KeyPath, scan_positions
+
+
+@dataclass(frozen=True, slots=True)
+class SpecFindings:
+    errors: tuple[SpecIssue, ...]
+    """Problems that stop a source from working (a missing document...)."""
+    warnings: tuple[SpecIssue, ...]
+    """Problems of this environment that a connect would hit (an unset ``${VAR}``)."""
+
+
+def check_environment(spec: Spec, environ: Mapping[str, str] | None = None) -> SpecFindings:
+    """Files and environment variables the sources of ``spec`` need, located in the file."""
+    env = os.environ if environ is None else environ
+    errors: list[tuple[KeyPath, str]] = []
+    warnings: list[tuple[KeyPath, str]] = []
+    for name, source in spec.sources.items():
+        base: KeyPath = ("sources", name)
+        if isinstance(source, OpenApiSource) and not source.document.is_file():
+            errors.append(((*base, "document"), f"file not found: {_shown(spec, source.document)}"))
+        if isinstance(source, McpStdioSource) and source.cwd and not source.cwd.is_dir():
+            errors.append(((*base, "cwd"), f"folder not found: {_shown(spec, source.cwd)}"))
+        if isinstance(source, PythonSource):
+            for index, folder in enumerate(source.path):
+                if not folder.is_dir():
+                    errors.append(
+                        ((*base, "path", index), f"folder not found: {_shown(spec, folder)}")
+                    )
+        for table, values in _secret_tables(source).items():
+            for key, template in values.items():
+                missing = [v for v in template.variables if v not in env]
+                if missing:
+                    warnings.append(
+                        (
+                            (*base, table, key),
+                            f"environment variable {missing[0]} is not set; this source "
+                            f"cannot connect until it is (export {missing[0]}=...)",
+                        )
+                    )
+    text = _read(spec.path)
+    located = SourceText(text, scan_positions(text))
+    return SpecFindings(
+        errors=tuple(located.issue(path, message) for path, message in errors),
+        warnings=tuple(located.issue(path, message) for path, message in warnings),
+    )
+
+
+def _secret_tables(source: object) -> dict[str, Mapping[str, SecretTemplate]]:
+    tables: dict[str, Mapping[str, SecretTemplate]] = {}
+    for table in ("env", "headers", "auth"):
+        values = getattr(source, table, None)
+        if isinstance(values, Mapping) and values:
+            tables[table] = values
+    return tables
+
+
+def _shown(spec: Spec, path: Path) -> str:
+    try:
+        return path.relative_to(spec.root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _read(path: Path | None) -> str:
+    if path is None:
+        return ""
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError):
+        return ""
