@@ -1,0 +1,264 @@
+"""Sending one planned operation with httpx and turning the reply into a ``ToolOutput``.
+
+Bounded by construction: the body is read as a stream and abandoned past
+``CallContext.max_result_bytes`` (decoded bytes, so a compressed bomb is caught too);
+redirects are followed by hand, at most ``MAX_REDIRECTS`` times and only to the base
+URL's own scheme, host and port; cookies are never stored between calls; proxies and
+``.netrc`` from the environment are ignored (``trust_env=False``). Every transport,
+decoding and HTTP failure becomes a ``ToolError`` whose text was scrubbed of credentials.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import http.cookiejar
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urljoin
+
+import httpx
+
+from codemodekit.errors import ToolError
+from codemodekit.providers.base import CallContext, ResultTooLarge, ToolOutput
+from codemodekit.providers.openapi.operations import OperationPlan, origin_of
+from codemodekit.providers.openapi.parameters import Wire, serialize
+from codemodekit.providers.openapi.security import Credentials
+
+MAX_REDIRECTS = 3
+MAX_EXCERPT = 500
+USER_AGENT = "codemodekit-openapi"
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_TEXT_TYPES = (
+    "application/xml",
+    "application/javascript",
+    "application/x-www-form-urlencoded",
+    "application/yaml",
+    "application/x-yaml",
+    "application/graphql",
+)
+
+
+def make_client(timeout_s: float, transport: httpx.AsyncBaseTransport | None) -> httpx.AsyncClient:
+    # A cookie policy that accepts nothing: no state leaks from one call into another.
+    jar = http.cookiejar.CookieJar(policy=http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(timeout_s),
+        follow_redirects=False,
+        trust_env=False,
+        cookies=jar,
+        transport=transport,
+        headers={"User-Agent": USER_AGENT},
+    )
+
+
+class Scrubber:
+    """Removes every form of a credential from text that may reach the model or a log."""
+
+    def __init__(self, secrets: list[str]) -> None:
+        self._secrets = secrets
+
+    def __call__(self, text: str) -> str:
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, "***")
+        return text
+
+    def value(self, value: Any) -> Any:
+        """Scrub every string of a decoded JSON value (an API that echoes the request)."""
+        if not self._secrets:
+            return value
+        if isinstance(value, str):
+            return self(value)
+        if isinstance(value, list):
+            return [self.value(v) for v in value]
+        if isinstance(value, dict):
+            return {self(k): self.value(v) for k, v in value.items()}
+        return value
+
+
+def build_request(
+    client: httpx.AsyncClient,
+    plan: OperationPlan,
+    base_url: str,
+    arguments: Mapping[str, Any],
+    credentials: Credentials,
+) -> httpx.Request:
+    wire = Wire(path_values={}, query=[], headers=[], cookies=[])
+    for param in plan.params:
+        if param.key not in arguments or arguments[param.key] is None:
+            continue
+        serialize(param, arguments[param.key], wire)
+    credentials.apply(plan.security, wire)
+    path = re.sub(
+        r"\{([^{}]+)\}", lambda m: wire.path_values.get(m.group(1), m.group(0)), plan.path
+    )
+    if re.search(r"\{[^{}]+\}", path):
+        raise ToolError(f"{plan.method} {plan.path}: a path parameter is missing")
+    url = (plan.server or base_url) + path
+    if wire.query:
+        url += ("&" if "?" in url else "?") + "&".join(wire.query)
+    headers: list[tuple[str, str]] = list(wire.headers)
+    if plan.accept:
+        headers.append(("Accept", plan.accept))
+    if wire.cookies:
+        headers.append(("Cookie", "; ".join(wire.cookies)))
+    content: bytes | None = None
+    if plan.body is not None and plan.body.key in arguments:
+        content = json.dumps(
+            arguments[plan.body.key], separators=(",", ":"), ensure_ascii=False
+        ).encode()
+        headers.append(("Content-Type", plan.body.media_type))
+    return client.build_request(plan.method, url, headers=headers, content=content)
+
+
+async def send(
+    client: httpx.AsyncClient,
+    request: httpx.Request,
+    *,
+    plan: OperationPlan,
+    base_url: str,
+    context: CallContext,
+    scrub: Scrubber,
+) -> ToolOutput:
+    label = f"{plan.method} {plan.path}"
+    timeout = httpx.Timeout(context.timeout_s)
+    request.extensions["timeout"] = timeout.as_dict()
+    allowed = origin_of(base_url)
+    try:
+        for _hop in range(MAX_REDIRECTS + 1):
+            response = await client.send(request, stream=True)
+            try:
+                location = response.headers.get("location")
+                if response.status_code not in _REDIRECTS or location is None:
+                    return await _finish(response, label, context, scrub)
+            finally:
+                await response.aclose()
+            target = urljoin(str(request.url), location)
+            if origin_of(target) != allowed:
+                raise ToolError(
+                    f"{label}: refused a redirect to another host (HTTP {response.status_code})"
+                )
+            request = _redirected(client, request, response.status_code, target)
+            request.extensions["timeout"] = timeout.as_dict()
+        raise ToolError(f"{label}: more than {MAX_REDIRECTS} redirects")
+    except httpx.TimeoutException:
+        raise ToolError(f"{label}: the API did not answer within {context.timeout_s:g}s") from None
+    except httpx.HTTPError as exc:
+        reason = scrub(f"{type(exc).__name__}: {exc}")
+        raise ToolError(
+            f"{label}: the request failed ({type(exc).__name__})", cause=reason
+        ) from None
+
+
+def _redirected(
+    client: httpx.AsyncClient, request: httpx.Request, status: int, target: str
+) -> httpx.Request:
+    method, content = request.method, request.content
+    headers = [(k, v) for k, v in request.headers.multi_items() if k.lower() != "host"]
+    if (status == 303 and method != "HEAD") or (status in (301, 302) and method == "POST"):
+        method, content = "GET", b""
+        headers = [
+            (k, v)
+            for k, v in headers
+            if k.lower() not in ("content-type", "content-length", "transfer-encoding")
+        ]
+    return client.build_request(method, target, headers=headers, content=content or None)
+
+
+async def _read_bounded(response: httpx.Response, limit: int) -> bytes:
+    declared = response.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise ResultTooLarge(limit)
+    chunks: list[bytes] = []
+    total = 0
+    async for chunk in response.aiter_bytes():
+        total += len(chunk)
+        if total > limit:
+            raise ResultTooLarge(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _media(response: httpx.Response) -> tuple[str, str | None]:
+    raw = response.headers.get("content-type", "")
+    media = raw.split(";", 1)[0].strip().lower()
+    match = re.search(r"charset=\"?([A-Za-z0-9_.:-]+)", raw, re.IGNORECASE)
+    return media, match.group(1) if match else None
+
+
+def _text(data: bytes, charset: str | None) -> str:
+    try:
+        return data.decode(charset or "utf-8", errors="replace")
+    except LookupError:
+        return data.decode("utf-8", errors="replace")
+
+
+def _is_json(media: str) -> bool:
+    return media == "application/json" or media.endswith("+json")
+
+
+def _is_text(media: str) -> bool:
+    return media.startswith("text/") or media in _TEXT_TYPES or media.endswith("+xml")
+
+
+async def _finish(
+    response: httpx.Response, label: str, context: CallContext, scrub: Scrubber
+) -> ToolOutput:
+    if not 200 <= response.status_code < 300:
+        await _raise_status(response, label, context, scrub)
+    data = await _read_bounded(response, context.max_result_bytes)
+    media, charset = _media(response)
+    if not data:
+        return ToolOutput()
+    if _is_json(media):
+        try:
+            value = json.loads(_text(data, charset))
+        except ValueError:
+            raise ToolError(f"{label}: the API sent invalid JSON") from None
+        return ToolOutput(structured_content=scrub.value(value))
+    if _is_text(media):
+        return ToolOutput(content=({"type": "text", "text": scrub(_text(data, charset))},))
+    if not media:
+        try:
+            return ToolOutput(content=({"type": "text", "text": scrub(data.decode("utf-8"))},))
+        except UnicodeDecodeError:
+            media = "application/octet-stream"
+    encoded = base64.b64encode(data).decode()
+    if media.startswith(("image/", "audio/")):
+        return ToolOutput(
+            content=({"type": media.split("/")[0], "mimeType": media, "data": encoded},)
+        )
+    uri = str(response.request.url.copy_with(query=None, fragment=None))
+    return ToolOutput(
+        content=(
+            {"type": "resource", "resource": {"uri": uri, "mimeType": media, "blob": encoded}},
+        )
+    )
+
+
+async def _raise_status(
+    response: httpx.Response, label: str, context: CallContext, scrub: Scrubber
+) -> None:
+    status = response.status_code
+    reason = response.reason_phrase or ""
+    excerpt = ""
+    try:
+        data = await _read_bounded(response, min(context.max_result_bytes, 16 * 1024))
+    except (ResultTooLarge, httpx.HTTPError):
+        data = b""
+    if data:
+        media, charset = _media(response)
+        text = _text(data, charset)
+        if _is_json(media):
+            with contextlib.suppress(ValueError):
+                text = json.dumps(json.loads(text), separators=(",", ":"), ensure_ascii=False)
+        if _is_json(media) or _is_text(media) or not media:
+            text = re.sub(r"[\x00-\x08\x0b-\x1f\x7f]+", " ", scrub(text)).strip()
+            excerpt = text if len(text) <= MAX_EXCERPT else text[: MAX_EXCERPT - 1] + "…"
+    message = f"{label} failed: HTTP {status}{(' ' + reason) if reason else ''}"
+    if excerpt:
+        message += f": {excerpt}"
+    raise ToolError(message, code=str(status))

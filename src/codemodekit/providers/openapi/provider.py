@@ -1,0 +1,150 @@
+"""``OpenApiToolProvider``: an OpenAPI 3.0/3.1 document as a source of tools."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from codemodekit.errors import SecretUnavailable, SourceUnavailable, ToolError
+from codemodekit.limits import Limits
+from codemodekit.providers.base import (
+    CallContext,
+    Discovery,
+    DiscoveryListener,
+    HealthStatus,
+    JsonObject,
+    SourceHealth,
+    ToolOutput,
+)
+from codemodekit.providers.openapi import http
+from codemodekit.providers.openapi.document import OpenApiDocument, load_document
+from codemodekit.providers.openapi.operations import OperationPlan, build, source_base_url
+from codemodekit.providers.openapi.security import AUTH_KEYS, Credentials, configured_keys
+from codemodekit.spec.model import OpenApiSource
+
+log = logging.getLogger("codemodekit.providers.openapi")
+
+
+class OpenApiToolProvider:
+    """Tools from an OpenAPI document, called over HTTP with one ``httpx.AsyncClient``.
+
+    ``start`` reads and checks the document (never fetched: it is a local file), resolves
+    the ``auth`` templates, and discovers one tool per supported operation; unsupported
+    ones are listed in ``Discovery.skipped`` with the reason. ``transport`` replaces the
+    network layer (tests, ASGI apps); ``environ`` replaces ``os.environ`` for ``${VAR}``.
+    """
+
+    def __init__(
+        self,
+        config: OpenApiSource,
+        *,
+        limits: Limits,
+        environ: Mapping[str, str] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        unknown = sorted(set(config.auth) - set(AUTH_KEYS))
+        if unknown:
+            raise ValueError(
+                f"sources.{config.name}.auth: unknown key(s) {', '.join(unknown)} "
+                f"(expected {', '.join(AUTH_KEYS)})"
+            )
+        self._config = config
+        self._limits = limits
+        self._environ = environ
+        self._transport = transport
+        self._client: httpx.AsyncClient | None = None
+        self._plans: Mapping[str, OperationPlan] = {}
+        self._base_url = ""
+        self._credentials = Credentials({})
+        self._scrub = http.Scrubber([])
+        self._status = HealthStatus.CONNECTING
+        self._message = ""
+        self._tools = 0
+        self._document: OpenApiDocument | None = None
+
+    @property
+    def name(self) -> str:
+        return self._config.name
+
+    @property
+    def kind(self) -> str:
+        return "openapi"
+
+    def __repr__(self) -> str:
+        return (
+            f"<OpenApiToolProvider {self._config.name!r} document={self._config.document.name!r}>"
+        )
+
+    async def start(self, on_change: DiscoveryListener) -> Discovery:
+        del on_change  # the document is static: the tool list never changes while running
+        try:
+            discovery = await asyncio.to_thread(self._load)
+        except SourceUnavailable as exc:
+            self._status, self._message = HealthStatus.UNAVAILABLE, str(exc)
+            raise
+        self._client = http.make_client(self._limits.tool_call_time_ms / 1000, self._transport)
+        self._tools = len(discovery.tools)
+        self._status = HealthStatus.OK
+        if discovery.skipped:
+            self._message = f"{len(discovery.skipped)} operation(s) skipped"
+        return discovery
+
+    def _load(self) -> Discovery:
+        config = self._config
+        document = load_document(config.document)
+        base_url = source_base_url(document, config.base_url, config.name)
+        try:
+            values = {key: template.resolve(self._environ) for key, template in config.auth.items()}
+        except SecretUnavailable as exc:
+            raise SourceUnavailable(str(exc)) from None
+        built = build(
+            document,
+            source=config.name,
+            base_url=base_url,
+            base_url_overridden=config.base_url is not None,
+            auth_keys=configured_keys(config.auth),
+            include=config.include,
+            exclude=config.exclude,
+        )
+        for warning in built.warnings[:10]:
+            log.warning("source %r: unresolved schema reference: %s", config.name, warning)
+        self._document = document
+        self._base_url = base_url
+        self._plans = built.plans
+        self._credentials = Credentials(values)
+        self._scrub = http.Scrubber(self._credentials.secrets())
+        return built.discovery
+
+    async def call_tool(self, name: str, arguments: JsonObject, context: CallContext) -> ToolOutput:
+        plan = self._plans.get(name)
+        client = self._client
+        if plan is None or client is None:
+            raise ToolError(f"{self._config.name}: no operation named {name!r}")
+        request = http.build_request(client, plan, self._base_url, arguments, self._credentials)
+        return await http.send(
+            client, request, plan=plan, base_url=self._base_url, context=context, scrub=self._scrub
+        )
+
+    def health(self) -> SourceHealth:
+        return SourceHealth(
+            source=self._config.name,
+            kind="openapi",
+            status=self._status,
+            message=self._scrub(self._message),
+            tools=self._tools,
+        )
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+        self._status = HealthStatus.CLOSED
+
+    @property
+    def operations(self) -> Mapping[str, Any]:
+        """Tool name → ``"METHOD /path"`` (diagnostics and tests)."""
+        return {name: f"{p.method} {p.path}" for name, p in self._plans.items()}

@@ -1,0 +1,318 @@
+"""OpenAPI Schema Objects → self-contained JSON Schema draft 2020-12.
+
+Every ``$ref`` to a schema becomes ``{"$ref": "#/$defs/<name>"}`` and the target is
+converted once per document; a tool's schema then carries only the ``$defs`` it reaches,
+so recursive and circular components stay as references (the catalog and the TypeScript
+projection see named, shared types). References that cannot be resolved (remote,
+missing, outside the document's folder) become ``{}``: an unknown value, never a guess.
+
+OpenAPI 3.0 schema objects are rewritten (ADR 0011): ``nullable`` → a ``"null"`` type or
+branch, boolean ``exclusiveMinimum``/``exclusiveMaximum`` → numeric bounds, ``example`` →
+``examples``, draft-4 tuple ``items`` → ``prefixItems``. OpenAPI-only keywords
+(``discriminator``, ``xml``, ``externalDocs``, ``x-*``) are dropped; so are ``$id``,
+``$anchor`` and ``$schema`` inside a schema, which would change how the rewritten
+references resolve.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from codemodekit.providers.openapi.document import OpenApiDocument, RefKey, UnresolvedRef
+
+DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+
+_SINGLE = (
+    "items",
+    "additionalProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "contentSchema",
+    "additionalItems",
+)
+_MAP = ("properties", "patternProperties", "dependentSchemas")
+_LIST = ("allOf", "anyOf", "oneOf", "prefixItems")
+_DROPPED = frozenset(
+    {
+        "discriminator",
+        "xml",
+        "externalDocs",
+        "nullable",
+        "example",
+        "$id",
+        "$schema",
+        "$anchor",
+        "$dynamicAnchor",
+        "$comment",
+        "$defs",
+        "definitions",
+        "$vocabulary",
+    }
+)
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+class SchemaConverter:
+    """Converts the schemas of one document; shares converted ``$defs`` across tools."""
+
+    def __init__(self, document: OpenApiDocument) -> None:
+        self.document = document
+        self._names: dict[RefKey, str] = {}
+        self._taken: set[str] = set()
+        self.defs: dict[str, Any] = {}
+        self._deps: dict[str, set[str]] = {}
+        self.unresolved: list[str] = []
+        self._pending: list[RefKey] = []
+
+    # -- public -------------------------------------------------------------------------
+
+    def convert(self, schema: Any, base: Path) -> tuple[Any, set[str]]:
+        """Convert one schema; returns it and the ``$defs`` names it references directly."""
+        deps: set[str] = set()
+        out = self._convert(schema, base, deps)
+        self._drain()
+        return out, deps
+
+    def document_schema(self, schema: Any, base: Path) -> dict[str, Any]:
+        """A standalone 2020-12 schema (``$schema`` and the reachable ``$defs`` attached)."""
+        converted, deps = self.convert(schema, base)
+        return self.attach(converted, deps)
+
+    def attach(self, schema: Any, deps: set[str]) -> dict[str, Any]:
+        if schema is True:
+            schema = {}
+        elif schema is False:
+            schema = {"not": {}}
+        out: dict[str, Any] = {"$schema": DRAFT_2020_12, **schema}
+        closure = self.closure(deps)
+        if closure:
+            out["$defs"] = {name: self.defs[name] for name in sorted(closure)}
+        return out
+
+    def closure(self, deps: set[str]) -> set[str]:
+        seen: set[str] = set()
+        stack = list(deps)
+        while stack:
+            name = stack.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            stack.extend(self._deps.get(name, ()))
+        return seen
+
+    # -- references ---------------------------------------------------------------------
+
+    def _def_name(self, key: RefKey) -> str:
+        name = self._names.get(key)
+        if name is not None:
+            return name
+        path, pointer = key
+        tokens = [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]
+        if (
+            path == self.document.path
+            and len(tokens) == 3
+            and tokens[:2] == ["components", "schemas"]
+        ):
+            wanted = tokens[2]
+        else:
+            tail = [
+                t
+                for t in tokens
+                if t not in ("components", "schemas", "properties", "content", "schema")
+            ]
+            stem = path.stem if path != self.document.path else ""
+            wanted = "_".join([p for p in (stem, *tail[-3:]) if p]) or "Schema"
+        base = _SAFE_NAME.sub("_", wanted).strip("_") or "Schema"
+        name, n = base, 1
+        while name in self._taken:
+            n += 1
+            name = f"{base}_{n}"
+        self._taken.add(name)
+        self._names[key] = name
+        self._pending.append(key)
+        return name
+
+    def _drain(self) -> None:
+        while self._pending:
+            key = self._pending.pop()
+            name = self._names[key]
+            deps: set[str] = set()
+            self.defs[name] = {}  # placeholder: breaks cycles while converting
+            try:
+                target = self.document.lookup(key)
+            except UnresolvedRef as exc:
+                self._note(f"{name}: {exc.reason}")
+                target = {}
+            self.defs[name] = _as_object(self._convert(target, key[0], deps))
+            self._deps[name] = deps
+
+    def _note(self, message: str) -> None:
+        if len(self.unresolved) < 100:
+            self.unresolved.append(message)
+
+    # -- conversion ---------------------------------------------------------------------
+
+    def _convert(self, schema: Any, base: Path, deps: set[str]) -> Any:
+        if isinstance(schema, bool):
+            return schema
+        if not isinstance(schema, Mapping):
+            return {}
+        if "$ref" in schema:
+            try:
+                key = self.document.ref_key(schema["$ref"], base)
+            except UnresolvedRef as exc:
+                self._note(exc.reason)
+                ref_out: dict[str, Any] = {}
+            else:
+                name = self._def_name(key)
+                deps.add(name)
+                ref_out = {"$ref": f"#/$defs/{name}"}
+            if self.document.is_30:
+                # 3.0: siblings of $ref are ignored by the specification.
+                return ref_out
+            rest = {k: v for k, v in schema.items() if k != "$ref"}
+            if not rest:
+                return ref_out
+            converted = self._convert(rest, base, deps)
+            merged = dict(_as_object(converted))
+            if ref_out:
+                merged = {**ref_out, **{k: v for k, v in merged.items() if k != "$ref"}}
+            return merged
+        out: dict[str, Any] = {}
+        for key, value in schema.items():
+            if key in _DROPPED or key.startswith("x-"):
+                continue
+            if key in _SINGLE:
+                if key == "items" and isinstance(value, list):
+                    out["prefixItems"] = [self._convert(v, base, deps) for v in value]
+                    continue
+                if isinstance(value, Mapping | bool):
+                    out[key] = self._convert(value, base, deps)
+                continue
+            if key in _MAP:
+                if isinstance(value, Mapping):
+                    out[key] = {k: self._convert(v, base, deps) for k, v in value.items()}
+                continue
+            if key in _LIST:
+                if isinstance(value, list):
+                    out[key] = [self._convert(v, base, deps) for v in value]
+                continue
+            if key == "examples":
+                if isinstance(value, list):
+                    out[key] = value
+                continue
+            out[key] = value
+        if "example" in schema and "examples" not in out:
+            out["examples"] = [schema["example"]]
+        _fix_exclusive(out, schema, "exclusiveMinimum", "minimum")
+        _fix_exclusive(out, schema, "exclusiveMaximum", "maximum")
+        if self.document.is_30 and schema.get("nullable") is True:
+            out = _nullable(out)
+        return out
+
+
+def _as_object(schema: Any) -> dict[str, Any]:
+    if schema is True:
+        return {}
+    if schema is False:
+        return {"not": {}}
+    return dict(schema) if isinstance(schema, Mapping) else {}
+
+
+def _fix_exclusive(out: dict[str, Any], schema: Mapping[str, Any], flag: str, bound: str) -> None:
+    value = schema.get(flag)
+    if not isinstance(value, bool):
+        return
+    out.pop(flag, None)
+    if value and isinstance(schema.get(bound), int | float):
+        out[flag] = schema[bound]
+        out.pop(bound, None)
+
+
+def _nullable(out: dict[str, Any]) -> dict[str, Any]:
+    kind = out.get("type")
+    if isinstance(kind, str):
+        out["type"] = [kind, "null"]
+    elif isinstance(kind, list):
+        if "null" not in kind:
+            out["type"] = [*kind, "null"]
+    else:
+        # No type: a nullable $ref/allOf/oneOf. Widen with a null branch so real
+        # responses carrying null are accepted.
+        if not out:
+            return out
+        keep = {
+            k: v
+            for k, v in out.items()
+            if k
+            in (
+                "description",
+                "title",
+                "default",
+                "deprecated",
+                "readOnly",
+                "writeOnly",
+                "examples",
+            )
+        }
+        body = {k: v for k, v in out.items() if k not in keep}
+        return {**keep, "anyOf": [body, {"type": "null"}]}
+    if isinstance(out.get("enum"), list) and None not in out["enum"]:
+        out["enum"] = [*out["enum"], None]
+    return out
+
+
+def schema_kinds(
+    schema: Any, converter: SchemaConverter, base: Path, depth: int = 0
+) -> set[str] | None:
+    """The JSON types a schema admits (``"object"``, ``"array"``, ``"primitive"``).
+
+    ``None`` means it cannot be told (no ``type``, or composition too deep): callers must
+    then decide per value at call time.
+    """
+    if depth > 8 or not isinstance(schema, Mapping):
+        return None
+    if "$ref" in schema:
+        try:
+            key = converter.document.ref_key(schema["$ref"], base)
+            target = converter.document.lookup(key)
+        except UnresolvedRef:
+            return None
+        return schema_kinds(target, converter, key[0], depth + 1)
+    kind = schema.get("type")
+    kinds = [kind] if isinstance(kind, str) else kind if isinstance(kind, list) else None
+    if kinds is not None:
+        out = set()
+        for k in kinds:
+            if k in ("object", "array"):
+                out.add(k)
+            elif k != "null":
+                out.add("primitive")
+        return out
+    for combinator in ("allOf", "oneOf", "anyOf"):
+        branches = schema.get(combinator)
+        if isinstance(branches, list) and branches:
+            found: set[str] = set()
+            for branch in branches:
+                sub = schema_kinds(branch, converter, base, depth + 1)
+                if sub is None:
+                    if combinator == "allOf":
+                        continue
+                    return None
+                found |= sub
+            if found:
+                return found
+    if "properties" in schema or "additionalProperties" in schema:
+        return {"object"}
+    if "items" in schema:
+        return {"array"}
+    return None
