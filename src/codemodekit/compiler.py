@@ -1,27 +1,129 @@
-"""TypeScript → JavaScript (placeholder: the execution-core issue replaces the body).
+"""TypeScript → JavaScript by position-preserving type erasure (see docs/adr/0004).
 
-``CodeCompiler().compile(source, max_source_bytes=...) -> CompiledProgram`` or raises
-``CompileFailure`` with a ``SOURCE_TOO_LARGE`` / ``COMPILE_ERROR`` / ``UNSUPPORTED_SYNTAX``
-diagnostic located in the user's own code.
+``CodeCompiler().compile(source, max_source_bytes=...)`` returns a ``CompiledProgram`` whose
+``javascript`` is one expression evaluating to a Promise: the user's code, with type-only
+syntax replaced by spaces, as the body of an async arrow function. Line ``N`` of the user's
+code is line ``N + line_offset`` of the JavaScript and columns are unchanged, so engine
+positions map back with ``user_location`` and no source map.
+
+Failures raise ``CompileFailure`` with a ``SOURCE_TOO_LARGE``, ``COMPILE_ERROR`` or
+``UNSUPPORTED_SYNTAX`` diagnostic located in the user's own code.
+
+Locations are 1-based. Lines are counted the way JavaScript counts them (LF, CR, CRLF,
+U+2028, U+2029 each end a line, as QuickJS does); columns count Unicode code points (one per
+Python ``str`` character). QuickJS reports UTF-8 byte columns: ``user_location`` converts.
 """
 
 from __future__ import annotations
 
-from codemodekit.errors import CompileFailure, Diagnostic, ErrorCode
+import re
+import threading
+
+import tree_sitter as ts
+
+from codemodekit.compiler_erase import LANGUAGE, plan_erasure, render
+from codemodekit.compiler_syntax import first_syntax_error
+from codemodekit.errors import CompileFailure, Diagnostic, ErrorCode, Location
 from codemodekit.sandbox.base import CompiledProgram
 
+__all__ = ["WRAPPER_HEAD", "WRAPPER_TAIL", "CodeCompiler", "location_at", "user_location"]
+
 WRAPPER_HEAD = "(async () => {\n"
+# The tail starts on its own line so a trailing `// comment` cannot swallow it.
 WRAPPER_TAIL = "\n})()"
+LINE_OFFSET = WRAPPER_HEAD.count("\n")
+
+_LINE_BREAK = re.compile(r"\r\n|[\n\r\u2028\u2029]")
 
 
 class CodeCompiler:
+    """Compiles model-written TypeScript for a ``CodeSandbox``. Safe to share across threads."""
+
+    def __init__(self) -> None:
+        # Parsers are not thread-safe; one per thread, reused across compiles.
+        self._local = threading.local()
+
+    def _parser(self) -> ts.Parser:
+        parser: ts.Parser | None = getattr(self._local, "parser", None)
+        if parser is None:
+            parser = ts.Parser(LANGUAGE)
+            self._local.parser = parser
+        return parser
+
     def compile(self, source: str, *, max_source_bytes: int) -> CompiledProgram:
-        size = len(source.encode("utf-8"))
-        if size > max_source_bytes:
+        try:
+            data = source.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            data = source.encode("utf-8", "surrogatepass")
+            _check_size(data, max_source_bytes)
             raise CompileFailure(
                 Diagnostic(
-                    ErrorCode.SOURCE_TOO_LARGE,
-                    f"code is {size} bytes; the limit is {max_source_bytes} bytes",
+                    ErrorCode.COMPILE_ERROR,
+                    "code contains an unpaired UTF-16 surrogate, which is not valid text",
+                    location_at(data, len(source[: exc.start].encode("utf-8"))),
+                )
+            ) from None
+        _check_size(data, max_source_bytes)
+        root = self._parser().parse(data).root_node
+        if root.has_error:
+            error = first_syntax_error(data, root)
+            raise CompileFailure(
+                Diagnostic(
+                    ErrorCode.COMPILE_ERROR,
+                    error.message,
+                    location_at(data, error.offset),
                 )
             )
-        return CompiledProgram(WRAPPER_HEAD + source + WRAPPER_TAIL, 1, source)
+        plan = plan_erasure(data, root)
+        if plan.rejection is not None:
+            code = (
+                ErrorCode.UNSUPPORTED_SYNTAX
+                if plan.rejection.unsupported
+                else ErrorCode.COMPILE_ERROR
+            )
+            raise CompileFailure(
+                Diagnostic(code, plan.rejection.message, location_at(data, plan.rejection.offset))
+            )
+        body = render(data, plan)
+        return CompiledProgram(WRAPPER_HEAD + body + WRAPPER_TAIL, LINE_OFFSET, source)
+
+
+def _check_size(data: bytes, max_source_bytes: int) -> None:
+    # Checked before parsing, so an oversized input costs nothing but its encoding.
+    if len(data) > max_source_bytes:
+        raise CompileFailure(
+            Diagnostic(
+                ErrorCode.SOURCE_TOO_LARGE,
+                f"code is {len(data)} bytes; the limit is {max_source_bytes} bytes: "
+                "split the work into smaller runs",
+            )
+        )
+
+
+def location_at(data: bytes, offset: int) -> Location:
+    """1-based line and code-point column of a byte offset of UTF-8 ``data``."""
+    prefix = data[:offset].decode("utf-8", "replace")
+    line = 1
+    line_start = 0
+    for match in _LINE_BREAK.finditer(prefix):
+        line += 1
+        line_start = match.end()
+    return Location(line, len(prefix) - line_start + 1)
+
+
+def user_location(program: CompiledProgram, line: int, column: int) -> Location | None:
+    """Map a QuickJS position in ``program.javascript`` to the user's own code.
+
+    ``line`` is 1-based in the JavaScript, ``column`` the 1-based UTF-8 byte column QuickJS
+    reports. Returns ``None`` for positions in the wrapper. Erasure keeps every character at
+    its index, so the code-point column in the JavaScript line is the user's column.
+    """
+    user_line = line - program.line_offset
+    if user_line < 1:
+        return None
+    lines = _LINE_BREAK.split(program.javascript)
+    if line > len(lines) - 1:  # the last line is the wrapper tail
+        return None
+    text = lines[line - 1].encode("utf-8", "surrogatepass")
+    prefix = text[: max(column - 1, 0)].decode("utf-8", "ignore")
+    return Location(user_line, len(prefix) + 1)

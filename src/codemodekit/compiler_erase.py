@@ -1,0 +1,474 @@
+"""Position-preserving type erasure over a tree-sitter TypeScript parse.
+
+``plan_erasure`` finds every type-only region of an error-free tree and every construct the
+compiler refuses; ``render`` replaces the regions with spaces (line terminators kept), so each
+character of the output sits at the same index as in the input. A handful of single ASCII
+characters are written *inside* erased regions where blanking alone would change what the
+JavaScript means (see ``_Planner``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+
+import tree_sitter as ts
+import tree_sitter_typescript as tst
+
+LANGUAGE = ts.Language(tst.language_typescript())
+
+# One query, run in C, so Python only touches the nodes that matter.
+_QUERY_SOURCE = r"""
+(type_annotation) @erase
+(type_predicate_annotation) @erase
+(asserts_annotation) @erase
+(omitting_type_annotation) @erase
+(adding_type_annotation) @erase
+(opting_type_annotation) @erase
+(type_arguments) @erase
+(type_parameters) @erase
+(implements_clause) @erase
+(accessibility_modifier) @erase
+(override_modifier) @erase
+(hash_bang_line) @erase
+(public_field_definition "readonly" @erase)
+(public_field_definition "?" @erase)
+(public_field_definition "!" @erase)
+(method_definition "?" @erase)
+(optional_parameter "?" @erase)
+(variable_declarator "!" @erase)
+(non_null_expression "!" @erase)
+(abstract_class_declaration "abstract" @erase)
+
+(as_expression "as" @suffix)
+(satisfies_expression "satisfies" @suffix)
+
+(formal_parameters (required_parameter pattern: (this)) @this_param)
+
+(interface_declaration) @statement
+(type_alias_declaration) @statement
+(ambient_declaration) @statement
+(function_signature) @statement
+(import_statement "type") @statement
+(class_body (method_signature) @statement)
+(class_body (abstract_method_signature) @statement)
+(class_body (index_signature) @statement)
+(class_body (public_field_definition "declare") @statement)
+(class_body (public_field_definition "abstract") @statement)
+
+(call_expression function: [(as_expression) (satisfies_expression)] @asserted_callee)
+(subscript_expression object: [(as_expression) (satisfies_expression)] @asserted_callee)
+
+(return_statement) @restricted
+(throw_statement) @restricted
+(yield_expression) @restricted
+(arrow_function type_parameters: (_)) @generic_arrow
+(arrow_function return_type: (_)) @typed_arrow
+
+(enum_declaration) @enum
+(internal_module) @namespace
+(module) @namespace
+(import_alias) @import_alias
+(decorator) @decorator
+(import_statement) @import
+(export_statement) @export
+(call_expression function: (import)) @dynamic_import
+(call_expression function: (identifier) @_callee (#eq? @_callee "require")) @require
+(meta_property) @meta_property
+(required_parameter [(accessibility_modifier) (override_modifier) "readonly"]) @parameter_property
+(optional_parameter [(accessibility_modifier) (override_modifier) "readonly"]) @parameter_property
+(html_comment) @html_comment
+"""
+
+QUERY = ts.Query(LANGUAGE, _QUERY_SOURCE)
+
+# What to write instead, for each refused construct (the message is model-visible).
+REJECTIONS: dict[str, str] = {
+    "enum": "enums are not supported: use a const object, e.g. "
+    "`const Color = { Red: 'red' } as const`",
+    "namespace": "namespaces and module declarations are not supported: "
+    "use plain functions and objects",
+    "import_alias": "`import x = ...` is not supported: use `const x = ...`",
+    "decorator": "decorators are not supported: call the function explicitly",
+    "import": "imports are not supported: the code runs alone and reaches tools through "
+    "`tools.<source>.<tool>(...)`",
+    "export": "exports are not supported: the code is the body of a function; "
+    "`return` the value instead",
+    "dynamic_import": "`import()` is not supported: tools are reached through "
+    "`tools.<source>.<tool>(...)`",
+    "require": "`require` is not supported: tools are reached through `tools.<source>.<tool>(...)`",
+    "meta_property": "`import.meta` is not supported: the code is not a module",
+    "parameter_property": "parameter properties are not supported: declare the field in the "
+    "class body and assign it in the constructor",
+    "html_comment": "HTML-like comments (`<!--`, `-->`) are not supported: use `//` comments",
+    "yield_break": "a line break right after `yield <T>` changes the meaning once types are "
+    "erased: keep the expression on the line of `yield`",
+    "async_break": "a line break between `async <T>` and the parameters changes the meaning "
+    "once types are erased: keep `async <T>(...)` on one line",
+    "arrow_break": "a line break inside an arrow function's return type is not supported: "
+    "keep `): Type =>` on one line",
+}
+
+_LINE_TERMINATOR = re.compile(r"[\n\r\u2028\u2029]")
+_BLANKABLE = re.compile(r"[^\n\r\u2028\u2029]")
+_ASCII_BLANK = bytes(b if b in (0x0A, 0x0D) else 0x20 for b in range(128)) + bytes(128)
+_HTML_OPEN = b"<!--"
+_HTML_CLOSE = b"-->"
+_BLOCK_COMMENT = re.compile(rb"/\*.*?\*/", re.DOTALL)
+_STATEMENT_ENDERS = frozenset(
+    {
+        "expression_statement",
+        "lexical_declaration",
+        "variable_declaration",
+        "return_statement",
+        "throw_statement",
+        "public_field_definition",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """A construct the compiler refuses, at a byte offset of the source."""
+
+    kind: str
+    offset: int
+    message: str
+    unsupported: bool = True
+    """``UNSUPPORTED_SYNTAX`` when true, ``COMPILE_ERROR`` otherwise."""
+    ambient: bool = True
+    """Ignored inside erased text (`declare namespace N {}` emits nothing, so it is fine)."""
+
+
+@dataclass(slots=True)
+class Plan:
+    ranges: list[tuple[int, int]] = field(default_factory=list)
+    """Merged, sorted byte ranges to blank."""
+    writes: dict[int, str] = field(default_factory=dict)
+    """Byte offset (inside a range) → one ASCII character replacing the character there."""
+    rejection: Rejection | None = None
+
+
+class _Planner:
+    def __init__(self, source: bytes, root: ts.Node) -> None:
+        self.source = source
+        self.root = root
+        self.raw: list[tuple[int, int]] = []
+        self.writes: dict[int, str] = {}
+        self.rejections: list[Rejection] = []
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+
+    # --- collection --------------------------------------------------------------------
+
+    def plan(self) -> Plan:
+        captures = ts.QueryCursor(QUERY).captures(self.root)
+        get = captures.get
+        for node in get("erase", ()):
+            self.raw.append((node.start_byte, node.end_byte))
+        for node in get("suffix", ()):
+            parent = node.parent
+            assert parent is not None
+            self.raw.append((node.start_byte, parent.end_byte))
+        for node in get("this_param", ()):
+            self._erase_this_parameter(node)
+        for node in get("statement", ()):
+            self.raw.append((node.start_byte, node.end_byte))
+            # An erased statement must still end the previous one: `a = b\ninterface I {}\n(c)`.
+            self.writes[node.start_byte] = ";"
+        for node in get("import", ()):
+            if self._is_type_only_import(node):
+                self.raw.append((node.start_byte, node.end_byte))
+                self.writes[node.start_byte] = ";"
+            else:
+                self._reject("import", node)
+        for kind in (
+            "enum",
+            "namespace",
+            "import_alias",
+            "decorator",
+            "export",
+            "dynamic_import",
+            "require",
+            "html_comment",
+        ):
+            for node in get(kind, ()):
+                self._reject(kind, node)
+        for node in get("parameter_property", ()):
+            self._reject("parameter_property", node, ambient=False)
+        for node in get("meta_property", ()):
+            if self.source.startswith(b"import", node.start_byte):
+                self._reject("meta_property", node)
+        self._merge()
+        for node in get("asserted_callee", ()):
+            self._fix_asserted_callee(node)
+        for node in get("restricted", ()):
+            self._fix_restricted(node)
+        for node in get("generic_arrow", ()):
+            self._check_async_arrow(node)
+        for node in get("typed_arrow", ()):
+            self._check_arrow_return_type(node)
+        self._terminate_statements()
+        self._check_html_comments()
+        return Plan(
+            ranges=list(zip(self.starts, self.ends, strict=True)),
+            writes=self.writes,
+            rejection=self._first_rejection(),
+        )
+
+    def _reject(self, kind: str, node: ts.Node, *, ambient: bool = True) -> None:
+        self.rejections.append(Rejection(kind, node.start_byte, REJECTIONS[kind], ambient=ambient))
+
+    def _erase_this_parameter(self, node: ts.Node) -> None:
+        end = node.end_byte
+        following = node.next_sibling
+        if following is not None and following.type == ",":
+            end = following.end_byte
+        self.raw.append((node.start_byte, end))
+
+    def _is_type_only_import(self, node: ts.Node) -> bool:
+        """`import type ...` or `import { type A, type B } from ...`: nothing at run time."""
+        if any(child.type == "type" for child in node.children):
+            return True
+        specifiers = [
+            n
+            for clause in node.named_children
+            if clause.type == "import_clause"
+            for imports in clause.named_children
+            if imports.type == "named_imports"
+            for n in imports.named_children
+            if n.type == "import_specifier"
+        ]
+        clauses = [c for c in node.named_children if c.type == "import_clause"]
+        only_named = all(
+            n.type == "named_imports" for clause in clauses for n in clause.named_children
+        )
+        return (
+            bool(specifiers)
+            and only_named
+            and all(any(c.type == "type" for c in spec.children) for spec in specifiers)
+        )
+
+    # --- ranges ------------------------------------------------------------------------
+
+    def _merge(self) -> None:
+        starts: list[int] = []
+        ends: list[int] = []
+        for start, end in sorted(self.raw):
+            if ends and start <= ends[-1]:
+                if end > ends[-1]:
+                    ends[-1] = end
+            else:
+                starts.append(start)
+                ends.append(end)
+        self.starts, self.ends = starts, ends
+
+    def _range_at(self, offset: int) -> int:
+        """Index of the erased range containing ``offset``, or -1."""
+        i = bisect.bisect_right(self.starts, offset) - 1
+        if i >= 0 and offset < self.ends[i]:
+            return i
+        return -1
+
+    def _erased(self, offset: int) -> bool:
+        return self._range_at(offset) >= 0
+
+    def _has_line_break(self, start: int, end: int) -> bool:
+        chunk = self.source[start:end]
+        return (
+            b"\n" in chunk or b"\r" in chunk or b"\xe2\x80\xa8" in chunk or b"\xe2\x80\xa9" in chunk
+        )
+
+    def _next_kept(self, offset: int) -> int:
+        """First offset at or after ``offset`` that is neither erased nor whitespace."""
+        source = self.source
+        while offset < len(source):
+            i = self._range_at(offset)
+            if i >= 0:
+                offset = self.ends[i]
+            elif source[offset] in b" \t\n\r\f\v":
+                offset += 1
+            else:
+                return offset
+        return offset
+
+    # --- meaning-preserving fixes --------------------------------------------------------
+
+    def _fix_asserted_callee(self, node: ts.Node) -> None:
+        """`x as T\n(y)` is two statements for TypeScript; blanked, it would be a call."""
+        after = node.next_sibling
+        if after is None or node.has_error:
+            return
+        keyword = node.child(1)
+        if self._has_line_break(node.end_byte, after.start_byte):
+            self.writes[keyword.start_byte] = ";"
+        else:
+            self.rejections.append(
+                Rejection(
+                    "asserted_callee",
+                    after.start_byte,
+                    f"wrap `{self._excerpt(node)}` in parentheses before calling or indexing it",
+                    unsupported=False,
+                    ambient=False,
+                )
+            )
+
+    def _fix_restricted(self, node: ts.Node) -> None:
+        """`return <T>\nx` returns x in TypeScript; blanked it would return undefined."""
+        keyword = node.child(0)
+        argument = next((c for c in node.named_children if c.type != "comment"), None)
+        if argument is None or not self._erased(argument.start_byte):
+            return
+        if self._has_line_break(keyword.end_byte, argument.start_byte):
+            return
+        first = self._next_kept(argument.start_byte)
+        if not self._has_line_break(argument.start_byte, first):
+            return
+        if node.type == "yield_expression":
+            self._reject("yield_break", node)
+            return
+        # `return 0 ,\nx` evaluates to x, exactly like `return <T>\nx`: the comma operator is
+        # the lowest-precedence operator and `return`/`throw` take a full Expression.
+        i = self._range_at(argument.start_byte)
+        start, end = self.starts[i], self.ends[i]
+        if start != argument.start_byte or end - start < 2:
+            self._reject("yield_break", node, ambient=False)
+            return
+        self.writes[start] = "0"
+        self.writes[end - 1] = ","
+
+    def _check_async_arrow(self, node: ts.Node) -> None:
+        first = node.child(0)
+        if first.type != "async":
+            return
+        params = node.child_by_field_name("parameters")
+        type_params = node.child_by_field_name("type_parameters")
+        if params is None or type_params is None:
+            return
+        if self._has_line_break(type_params.start_byte, params.start_byte):
+            self._reject("async_break", node, ambient=False)
+
+    def _check_arrow_return_type(self, node: ts.Node) -> None:
+        params = node.child_by_field_name("parameters")
+        arrow = next((c for c in node.children if c.type == "=>"), None)
+        if params is None or arrow is None:
+            return
+        if self._has_line_break(params.end_byte, arrow.start_byte):
+            return_type = node.child_by_field_name("return_type")
+            assert return_type is not None
+            self._reject("arrow_break", return_type, ambient=False)
+
+    def _terminate_statements(self) -> None:
+        """A statement ending in erased text gets the `;` that ASI gave it in TypeScript.
+
+        `let x: T\n(y)` is `let x; (y)` in TypeScript; blanked it would read `let x(y)`.
+        """
+        source = self.source
+        for start, end in zip(self.starts, self.ends, strict=True):
+            if start in self.writes or end >= len(source):
+                continue
+            node: ts.Node | None = self.root.descendant_for_byte_range(end - 1, end)
+            while node is not None and node.end_byte == end:
+                if node.type in _STATEMENT_ENDERS:
+                    if node.start_byte < start and not self._ends_with_semicolon(node):
+                        self.writes[start] = ";"
+                    break
+                node = node.parent
+
+    @staticmethod
+    def _ends_with_semicolon(node: ts.Node) -> bool:
+        if node.child(node.child_count - 1).type == ";":
+            return True
+        following = node.next_sibling
+        return following is not None and following.type == ";"
+
+    def _check_html_comments(self) -> None:
+        """QuickJS reads `<!--` and a line-leading `-->` as comments; tree-sitter does not."""
+        source = self.source
+        if _HTML_OPEN in source:
+            at = source.find(_HTML_OPEN)
+            while at >= 0:
+                leaf = self.root.descendant_for_byte_range(at, at + 1)
+                if leaf is not None and leaf.type == "<":
+                    self.rejections.append(
+                        Rejection("html_comment", at, REJECTIONS["html_comment"])
+                    )
+                at = source.find(_HTML_OPEN, at + 1)
+        if _HTML_CLOSE in source:
+            at = source.find(_HTML_CLOSE)
+            while at >= 0:
+                leaf = self.root.descendant_for_byte_range(at, at + 2)
+                if leaf is not None and leaf.type == "--" and self._line_leading(at):
+                    self.rejections.append(
+                        Rejection("html_comment", at, REJECTIONS["html_comment"])
+                    )
+                at = source.find(_HTML_CLOSE, at + 1)
+
+    def _line_leading(self, offset: int) -> bool:
+        """Only whitespace and comments between the previous line break and ``offset``."""
+        line_start = max(self.source.rfind(b"\n", 0, offset), self.source.rfind(b"\r", 0, offset))
+        segment = _BLOCK_COMMENT.sub(b"", self.source[line_start + 1 : offset])
+        segment = segment.rsplit(b"*/", 1)[-1]
+        return not segment.strip()
+
+    # --- result --------------------------------------------------------------------------
+
+    def _first_rejection(self) -> Rejection | None:
+        live = [r for r in self.rejections if not (r.ambient and self._erased(r.offset))]
+        return min(live, key=lambda r: r.offset) if live else None
+
+    def _excerpt(self, node: ts.Node) -> str:
+        text = self.source[node.start_byte : node.end_byte].decode("utf-8", "replace")
+        text = " ".join(text.split())
+        return text if len(text) <= 40 else text[:37] + "..."
+
+
+def plan_erasure(source: bytes, root: ts.Node) -> Plan:
+    return _Planner(source, root).plan()
+
+
+def _blank(chunk: bytes) -> bytes:
+    if chunk.isascii():
+        return chunk.translate(_ASCII_BLANK)
+    return _BLANKABLE.sub(" ", chunk.decode("utf-8")).encode("utf-8")
+
+
+def render(source: bytes, plan: Plan) -> str:
+    """The source with every planned range blanked; character indices unchanged."""
+    if not plan.ranges:
+        return source.decode("utf-8")
+    writes = sorted(plan.writes.items())
+    w = 0
+    pieces: list[bytes] = []
+    position = 0
+    for start, end in plan.ranges:
+        pieces.append(source[position:start])
+        cursor = start
+        while w < len(writes) and writes[w][0] < end:
+            at, char = writes[w]
+            w += 1
+            if at < start:
+                continue
+            pieces.append(_blank(source[cursor:at]))
+            pieces.append(char.encode("ascii"))
+            cursor = at + _char_width(source[at])
+        pieces.append(_blank(source[cursor:end]))
+        position = end
+    pieces.append(source[position:])
+    return b"".join(pieces).decode("utf-8")
+
+
+def _char_width(lead: int) -> int:
+    """Bytes of the UTF-8 character starting with ``lead``: a write replaces one character."""
+    if lead < 0x80:
+        return 1
+    if lead >= 0xF0:
+        return 4
+    if lead >= 0xE0:
+        return 3
+    return 2
+
+
+def has_line_terminator(text: str) -> bool:
+    return _LINE_TERMINATOR.search(text) is not None

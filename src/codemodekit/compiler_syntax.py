@@ -1,0 +1,135 @@
+"""Readable syntax errors from tree-sitter ERROR and MISSING nodes: the first one only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import tree_sitter as ts
+
+_OPENERS = {"(": ")", "[": "]", "{": "}", "${": "}"}
+_CLOSERS = {")", "]", "}"}
+_MAX_LEAVES = 4096
+_MAX_TOKEN = 30
+_QUOTES = {
+    '"': 'unterminated string: missing the closing `"`',
+    "'": "unterminated string: missing the closing `'`",
+    "`": "unterminated template string: missing the closing backtick",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SyntaxProblem:
+    message: str
+    offset: int
+    """Byte offset in the UTF-8 source."""
+
+
+def first_syntax_error(source: bytes, root: ts.Node) -> SyntaxProblem:
+    node = _first_bad(root)
+    if node is None:  # has_error without a visible culprit: report the whole code
+        return SyntaxProblem("the code is not valid TypeScript", 0)
+    if node.is_missing:
+        return SyntaxProblem(f"missing {_kind(node.type, node.is_named)}", node.start_byte)
+    return _describe_error(source, node)
+
+
+def _first_bad(root: ts.Node) -> ts.Node | None:
+    """The first ERROR or MISSING node in document order."""
+    node = root
+    while True:
+        for child in node.children:
+            if child.is_missing or child.is_error:
+                return child
+            if child.has_error:
+                node = child
+                break
+        else:
+            return None
+
+
+def _kind(kind: str, named: bool) -> str:
+    return kind.replace("_", " ") if named else f"`{kind}`"
+
+
+def _leaves(node: ts.Node) -> list[ts.Node]:
+    leaves: list[ts.Node] = []
+    stack = [node]
+    while stack and len(leaves) < _MAX_LEAVES:
+        current = stack.pop()
+        if current.child_count == 0 or current.type in ("string", "template_string", "regex"):
+            if current.end_byte > current.start_byte or current.is_missing:
+                leaves.append(current)
+        else:
+            stack.extend(reversed(current.children))
+    return leaves
+
+
+def _token(source: bytes, node: ts.Node) -> str:
+    text = source[node.start_byte : node.end_byte].decode("utf-8", "replace")
+    text = " ".join(text.split())
+    return text if len(text) <= _MAX_TOKEN else text[: _MAX_TOKEN - 3] + "..."
+
+
+def _describe_error(source: bytes, error: ts.Node) -> SyntaxProblem:
+    start = error.start_byte
+    text = source[start:]
+    if error.end_byte == start:
+        if not source[start:].strip():
+            return SyntaxProblem("unexpected end of code", start)
+        return SyntaxProblem("unexpected token", start)
+    unterminated = _unterminated(text)
+    if unterminated is not None and error.end_byte >= len(source.rstrip()):
+        return SyntaxProblem(unterminated, start)
+
+    leaves = _leaves(error)
+    at_end = not source[error.end_byte :].strip()
+    quotes = [leaf for leaf in leaves if leaf.type in _QUOTES]
+    for quote in quotes:
+        if sum(1 for q in quotes if q.type == quote.type) % 2 == 1:
+            return SyntaxProblem(_QUOTES[quote.type], quote.start_byte)
+    stack: list[ts.Node] = []
+    for leaf in leaves:
+        kind = leaf.type
+        if kind in _OPENERS:
+            stack.append(leaf)
+        elif kind in _CLOSERS:
+            if not stack or _OPENERS[stack[-1].type] != kind:
+                return SyntaxProblem(f"unexpected `{kind}`", leaf.start_byte)
+            stack.pop()
+    if stack and at_end:
+        opener = stack[-1]
+        closer = _OPENERS[opener.type]
+        return SyntaxProblem(
+            f"missing `{closer}`: the `{opener.type}` here is never closed", opener.start_byte
+        )
+
+    if at_end and leaves and len(leaves) > 1:
+        last = leaves[-1]
+        return SyntaxProblem(
+            f"the code ends in the middle of a statement, after {_quoted(_token(source, last))}",
+            last.start_byte,
+        )
+    culprit = leaves[0] if leaves else error
+    children = error.children
+    if (
+        len(children) >= 2
+        and children[0].is_named
+        and not children[0].has_error
+        and children[0].type != "comment"
+    ):
+        following = _leaves(children[1])
+        culprit = following[0] if following else children[1]
+    if culprit.is_missing:
+        return SyntaxProblem(f"missing {_kind(culprit.type, culprit.is_named)}", culprit.start_byte)
+    return SyntaxProblem(f"unexpected {_quoted(_token(source, culprit))}", culprit.start_byte)
+
+
+def _quoted(token: str) -> str:
+    return "a backtick" if token == "`" else f"`{token}`"
+
+
+def _unterminated(text: bytes) -> str | None:
+    """Name what an error at the start of ``text`` leaves open, if it is a literal or comment."""
+    if text.startswith(b"/*") and b"*/" not in text:
+        return "unterminated comment: missing `*/`"
+    return None
