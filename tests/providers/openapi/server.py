@@ -59,7 +59,7 @@ class RecordingApp:
         query = scope["query_string"].decode("latin-1")
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
         self.requests.append(Recorded(scope["method"], raw_path, query, headers, body))
-        path = scope["path"]
+        path = scope["path"].removeprefix("/api")  # routes work with or without a prefix
 
         async def reply(
             status: int,

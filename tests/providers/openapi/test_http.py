@@ -1,0 +1,104 @@
+"""Responses: decoding by content type, errors, the streaming bound, redirects."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from codemodekit.errors import SourceUnavailable, ToolError
+from codemodekit.providers.base import HealthStatus, ResultTooLarge
+from codemodekit.providers.openapi import OpenApiToolProvider
+from tests.providers.openapi.conftest import context, make_provider, started
+from tests.providers.openapi.server import ServerThread
+
+
+async def test_json_text_binary_and_empty(wire: OpenApiToolProvider, server: ServerThread) -> None:
+    text = await wire.call_tool("text", {}, context())
+    assert text.content == ({"type": "text", "text": "héllo\nworld"},)
+    assert text.structured_content is None
+    image = await wire.call_tool("binary", {}, context())
+    assert image.content == (
+        {
+            "type": "image",
+            "mimeType": "image/png",
+            "data": base64.b64encode(b"\x89PNG\r\n\x1a\n\x00\x01").decode(),
+        },
+    )
+    blob = await wire.call_tool("blob", {}, context())
+    resource = blob.content[0]["resource"]
+    assert resource["mimeType"] == "application/zip"
+    assert base64.b64decode(resource["blob"]) == b"PK\x03\x04\x00\xff"
+    empty = await wire.call_tool("empty", {}, context())
+    assert empty.content == () and empty.structured_content is None
+    assert server.app.last.method == "DELETE"
+
+
+async def test_non_2xx_is_a_tool_error_with_status_and_excerpt(wire: OpenApiToolProvider) -> None:
+    with pytest.raises(ToolError) as caught:
+        await wire.call_tool("status", {"code": 503}, context())
+    assert caught.value.code == "503"
+    assert caught.value.message.startswith(
+        "GET /status/{code} failed: HTTP 503 Service Unavailable: {"
+    )
+    assert len(caught.value.message) < 600
+
+
+async def test_streaming_bound_stops_reading(
+    wire: OpenApiToolProvider, server: ServerThread
+) -> None:
+    with pytest.raises(ResultTooLarge) as caught:
+        await wire.call_tool("huge", {}, context(max_result_bytes=100_000))
+    assert caught.value.limit == 100_000
+    assert not server.app.huge_finished
+    # The server was stopped far before its 128 MiB (socket buffers allow some slack).
+    assert server.app.huge_sent < 64 * 1024 * 1024
+
+
+async def test_redirects(wire: OpenApiToolProvider, server: ServerThread) -> None:
+    same = await wire.call_tool("redirectSame", {}, context())
+    assert same.structured_content["path"] == "/landed"
+    assert same.structured_content["query"] == "from=redirect"
+    count = len(server.app.requests)
+    with pytest.raises(ToolError, match="refused a redirect to another host"):
+        await wire.call_tool("redirectOther", {}, context())
+    assert len(server.app.requests) == count + 1  # nothing else was contacted
+    with pytest.raises(ToolError, match="more than 3 redirects"):
+        await wire.call_tool("redirectLoop", {}, context())
+
+
+async def test_connection_failure_is_a_tool_error() -> None:
+    provider = make_provider("wire.yaml", base_url="http://127.0.0.1:9/api")
+    await started(provider)
+    try:
+        with pytest.raises(ToolError, match=r"GET /text: the request failed \(ConnectError\)"):
+            await provider.call_tool("text", {}, context())
+    finally:
+        await provider.aclose()
+    assert provider.health().status == HealthStatus.CLOSED
+
+
+async def test_document_server_with_variables_is_the_default_base(server: ServerThread) -> None:
+    provider = make_provider("wire.yaml")
+    await started(provider)
+    try:
+        # The document's server is http://127.0.0.1:9/api (variable defaults): nothing listens.
+        with pytest.raises(ToolError, match="ConnectError"):
+            await provider.call_tool("text", {}, context())
+    finally:
+        await provider.aclose()
+
+
+async def test_relative_server_requires_base_url() -> None:
+    provider = make_provider("schemas30.yaml")
+    with pytest.raises(
+        SourceUnavailable,
+        match=r"'/relative' is not an absolute http\(s\) URL; set base_url in \[sources.api\]",
+    ):
+        await started(provider)
+
+
+async def test_bad_base_url_is_refused() -> None:
+    provider = make_provider("wire.yaml", base_url="ftp://127.0.0.1/x")
+    with pytest.raises(SourceUnavailable, match="sources.api.base_url"):
+        await started(provider)
