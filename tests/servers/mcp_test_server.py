@@ -165,6 +165,11 @@ def build(args: argparse.Namespace) -> TestServer:
         return name in os.environ
 
     @server.tool()
+    def has_header(name: str, ctx: Context) -> bool:
+        """Whether the HTTP request carried header ``name`` (never its value)."""
+        return name.lower() in {key.lower() for key in (ctx.headers or {})}
+
+    @server.tool()
     async def grow(name: str, ctx: Context) -> str:
         """Register a new tool named ``name`` and announce the list change."""
         server.add_tool(lambda: name, name=name, description=f"added at run time: {name}")
@@ -177,10 +182,11 @@ def build(args: argparse.Namespace) -> TestServer:
     return server
 
 
-async def run_legacy_stdio(server: TestServer) -> None:
+async def run_legacy_stdio(server: MCPServer) -> None:
     """Serve stdio as a 2025-era server: ``server/discover`` is answered "method not found"
     before the SDK sees it, so a client in auto mode falls back to ``initialize``."""
     import anyio
+    from mcp.server.lowlevel.server import NotificationOptions
     from mcp.server.stdio import stdio_server
     from mcp.shared.message import SessionMessage
 
@@ -209,8 +215,42 @@ async def run_legacy_stdio(server: TestServer) -> None:
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(filter_discover)
-            await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
+            options = lowlevel.create_initialization_options(
+                NotificationOptions(tools_changed=True)
+            )
+            await lowlevel.run(receive, write_stream, options)
             tg.cancel_scope.cancel()
+
+
+class Echoed(BaseModel):
+    message: str
+
+
+class Slept(BaseModel):
+    slept: float
+
+
+def build_conformance() -> MCPServer:
+    """The three tools the shared provider conformance suite expects."""
+    server = MCPServer("codemodekit-conformance", version="1.0.0")
+
+    @server.tool(structured_output=True)
+    def echo(message: str) -> Echoed:
+        """Echo a message back."""
+        return Echoed(message=message)
+
+    @server.tool()
+    def fail() -> str:
+        """Always refuses."""
+        raise ToolError("the tool refused: nothing to do")
+
+    @server.tool(structured_output=True)
+    async def slow(seconds: float) -> Slept:
+        """Sleep, then answer."""
+        await asyncio.sleep(seconds)
+        return Slept(slept=seconds)
+
+    return server
 
 
 def main() -> None:
@@ -223,6 +263,7 @@ def main() -> None:
     )
     parser.add_argument("--down-file", default="")
     parser.add_argument("--page-size", type=int, default=0)
+    parser.add_argument("--profile", choices=["full", "conformance"], default="full")
     args = parser.parse_args()
 
     if args.down_file and Path(args.down_file).exists():
@@ -239,13 +280,13 @@ def main() -> None:
         sys.stdout.write("this is not json\n{broken\n")
         sys.stdout.flush()
 
-    server = build(args)
+    server: MCPServer = build(args) if args.profile == "full" else build_conformance()
     if args.transport == "stdio" and args.legacy:
+        assert isinstance(server, TestServer)
         asyncio.run(run_legacy_stdio(server))
     elif args.transport == "stdio":
         server.run("stdio")
     elif args.transport == "http":
-        server.settings.log_level = "WARNING"
         server.run("streamable-http", host="127.0.0.1", port=args.port)
     else:
         server.run("sse", host="127.0.0.1", port=args.port)

@@ -1,0 +1,153 @@
+"""Fault cases with real processes: crash, hang, garbage, invalid schema, down-and-back."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from codemodekit.errors import SourceUnavailable
+from codemodekit.providers.base import HealthStatus
+from codemodekit.spec.model import McpStdioSource, SecretTemplate
+from tests.providers.mcp.helpers import Changes, context, eventually, provider
+from tests.servers import pid_alive, stdio_source
+
+
+async def test_missing_command_is_unavailable_and_health_says_why() -> None:
+    config = McpStdioSource(name="ghost", command="/nonexistent/mcp-server-nowhere", args=("--x",))
+    async with provider(config) as mcp:
+        with pytest.raises(SourceUnavailable) as caught:
+            await mcp.start(Changes())
+        assert "ghost" in str(caught.value)
+        assert "command was not found" in str(caught.value)
+        health = mcp.health()
+        assert health.status == HealthStatus.UNAVAILABLE
+        assert "reconnect" in health.message
+        with pytest.raises(SourceUnavailable):
+            await mcp.call_tool("echo", {"text": "x"}, context())
+
+
+async def test_missing_secret_names_the_key_not_a_value() -> None:
+    config = McpStdioSource(
+        name="needs",
+        command=sys.executable,
+        args=("-c", "pass"),
+        env={"TOKEN": SecretTemplate("${CM_TEST_UNSET_TOKEN}", key="sources.needs.env.TOKEN")},
+    )
+    async with provider(config, environ={}) as mcp:
+        with pytest.raises(SourceUnavailable) as caught:
+            await mcp.start(Changes())
+        assert "CM_TEST_UNSET_TOKEN" in str(caught.value)
+        assert "sources.needs.env.TOKEN" in str(caught.value)
+        assert mcp.health().status == HealthStatus.UNAVAILABLE
+
+
+async def test_crash_mid_call_fails_the_call_reaps_the_child_and_reconnects(tmp_path: Path) -> None:
+    changes = Changes()
+    async with provider(stdio_source("crashy")) as mcp:
+        await mcp.start(changes)
+        pid = (await mcp.call_tool("pid", {}, context())).structured_content["result"]
+        with pytest.raises(SourceUnavailable) as caught:
+            await mcp.call_tool("crash", {}, context())
+        message = str(caught.value)
+        assert "not retried" in message
+        assert "fatal: crashing on purpose" in message  # the stderr tail
+        await eventually(lambda: not pid_alive(pid), "the crashed child is reaped (no zombie)")
+        await eventually(lambda: bool(changes.seen), "a reconnect announces the fresh discovery")
+        assert mcp.health().status == HealthStatus.OK
+        new_pid = (await mcp.call_tool("pid", {}, context())).structured_content["result"]
+        assert new_pid != pid
+
+
+async def test_crash_while_down_stays_unavailable_then_comes_back(tmp_path: Path) -> None:
+    down = tmp_path / "down"
+    changes = Changes()
+    async with provider(stdio_source("flaky", "--down-file", str(down))) as mcp:
+        await mcp.start(changes)
+        down.write_text("maintenance")
+        with pytest.raises(SourceUnavailable):
+            await mcp.call_tool("crash", {}, context())
+        await eventually(
+            lambda: "test server is down" in mcp.health().message,
+            "reconnect attempts report the stderr tail",
+        )
+        assert mcp.health().status == HealthStatus.UNAVAILABLE
+        with pytest.raises(SourceUnavailable) as fast:
+            await mcp.call_tool("echo", {"text": "x"}, context())
+        assert "flaky" in str(fast.value)
+        down.unlink()
+        await eventually(lambda: mcp.health().status == HealthStatus.OK, "the source came back")
+        assert changes.seen and "echo" in {tool.name for tool in changes.seen[-1].tools}
+        echoed = await mcp.call_tool("echo", {"text": "back"}, context())
+        assert echoed.content[0]["text"] == "back"
+
+
+async def test_server_down_at_start_reports_stderr_then_reconnects(tmp_path: Path) -> None:
+    down = tmp_path / "down"
+    down.write_text("x")
+    changes = Changes()
+    async with provider(stdio_source("late", "--down-file", str(down))) as mcp:
+        with pytest.raises(SourceUnavailable) as caught:
+            await mcp.start(changes)
+        assert "test server is down" in str(caught.value)
+        down.unlink()
+        await eventually(lambda: bool(changes.seen), "on_change after the background reconnect")
+        assert mcp.health().status == HealthStatus.OK
+        assert "echo" in {tool.name for tool in changes.seen[0].tools}
+
+
+async def test_hanging_server_times_out_and_leaves_no_process() -> None:
+    async with provider(stdio_source("hangs", "--fault", "hang", timeout_ms=1_500)) as mcp:
+        with pytest.raises(SourceUnavailable) as caught:
+            await mcp.start(Changes())
+        assert "within 1.5s" in str(caught.value)
+        assert "test server starting" in str(caught.value)
+    # aclose ran: nothing of ours is still running the hang script.
+    assert not _children_running("--fault")
+
+
+async def test_garbage_on_stdout_is_skipped() -> None:
+    async with provider(stdio_source("noisy", "--fault", "garbage")) as mcp:
+        discovery = await mcp.start(Changes())
+        assert "echo" in {tool.name for tool in discovery.tools}
+        echoed = await mcp.call_tool("echo", {"text": "ok"}, context())
+        assert echoed.content[0]["text"] == "ok"
+
+
+async def test_invalid_schema_is_passed_through_for_the_catalog_to_quarantine() -> None:
+    async with provider(stdio_source("odd", "--fault", "invalid-schema")) as mcp:
+        discovery = await mcp.start(Changes())
+        tools = {tool.name: tool for tool in discovery.tools}
+        assert tools["broken"].input_schema["properties"]["x"]["type"] == "no-such-type"
+        assert "echo" in tools
+        assert (await mcp.call_tool("echo", {"text": "fine"}, context())).content[0][
+            "text"
+        ] == "fine"
+
+
+async def test_aclose_during_reconnect_backoff_stops_everything(tmp_path: Path) -> None:
+    down = tmp_path / "down"
+    down.write_text("x")
+    async with provider(stdio_source("never", "--down-file", str(down))) as mcp:
+        with pytest.raises(SourceUnavailable):
+            await mcp.start(Changes())
+    assert mcp.health().status == HealthStatus.CLOSED
+    down.unlink()
+    assert not _children_running("--down-file")
+
+
+def _children_running(flag: str) -> bool:
+    """Whether a live (non-zombie) child of this process still runs the test server."""
+    import os
+
+    me = str(os.getpid())
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if fields[1] == me and fields[0] != "Z" and flag in cmdline:
+            return True
+    return False

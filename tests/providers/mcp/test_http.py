@@ -1,0 +1,103 @@
+"""McpToolProvider over Streamable HTTP and legacy SSE against the real test server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codemodekit.errors import SourceUnavailable, ToolError
+from codemodekit.providers.base import HealthStatus
+from tests.providers.mcp.helpers import Changes, context, eventually, provider
+from tests.servers import free_port, http_server, http_source
+
+
+async def test_streamable_http_discovers_and_calls() -> None:
+    with http_server() as server:
+        config = http_source("web", f"http://127.0.0.1:{server.port}/mcp")
+        async with provider(config) as mcp:
+            discovery = await mcp.start(Changes())
+            assert mcp.protocol_version == "2026-07-28"
+            tools = {tool.name: tool for tool in discovery.tools}
+            assert tools["echo"].provenance["transport"] == "streamable-http"
+            assert "token" not in repr(tools["echo"].provenance)
+            added = await mcp.call_tool("add", {"a": 20, "b": 22}, context())
+            assert added.structured_content == {"total": 42, "inputs": [20, 22]}
+            progress: list[str] = []
+            await mcp.call_tool("progress", {"steps": 2}, context(progress=progress))
+            assert progress == ["1/2 step 1 of 2", "2/2 step 2 of 2"]
+            with pytest.raises(ToolError) as caught:
+                await mcp.call_tool("fail", {"message": "over http"}, context())
+            assert "over http" in caught.value.message
+
+
+async def test_headers_are_sent_and_never_shown() -> None:
+    secret = "Bearer very-secret-value"
+    with http_server() as server:
+        config = http_source(
+            "web", f"http://127.0.0.1:{server.port}/mcp", headers={"X-Api-Key": "${CM_TEST_KEY}"}
+        )
+        async with provider(config, environ={"CM_TEST_KEY": secret}) as mcp:
+            await mcp.start(Changes())
+            sent = await mcp.call_tool("has_header", {"name": "X-Api-Key"}, context())
+            assert sent.structured_content == {"result": True}
+            with pytest.raises(ToolError) as caught:
+                await mcp.call_tool("fail", {"message": f"rejected {secret}"}, context())
+            assert secret not in caught.value.message
+            assert secret not in mcp.health().message
+
+
+async def test_timeout_cancels_the_upstream_call_over_http(tmp_path: Path) -> None:
+    marker = tmp_path / "cancelled"
+    with http_server() as server:
+        config = http_source("web", f"http://127.0.0.1:{server.port}/mcp")
+        async with provider(config) as mcp:
+            await mcp.start(Changes())
+            with pytest.raises(TimeoutError):
+                await mcp.call_tool(
+                    "slow", {"seconds": 60, "marker": str(marker)}, context(timeout_s=0.5)
+                )
+            await eventually(marker.exists, "the upstream handler was cancelled")
+
+
+async def test_nothing_listening_is_unavailable() -> None:
+    config = http_source("gone", f"http://127.0.0.1:{free_port()}/mcp", timeout_ms=5_000)
+    async with provider(config) as mcp:
+        with pytest.raises(SourceUnavailable) as caught:
+            await mcp.start(Changes())
+        assert "gone" in str(caught.value)
+        assert mcp.health().status == HealthStatus.UNAVAILABLE
+
+
+async def test_http_server_goes_away_and_comes_back() -> None:
+    changes = Changes()
+    with http_server() as server:
+        config = http_source("web", f"http://127.0.0.1:{server.port}/mcp", timeout_ms=5_000)
+        async with provider(config) as mcp:
+            await mcp.start(changes)
+            server.stop()
+            with pytest.raises(SourceUnavailable):
+                await mcp.call_tool("echo", {"text": "lost"}, context(timeout_s=10))
+            await eventually(
+                lambda: mcp.health().status == HealthStatus.UNAVAILABLE, "the loss shows in health"
+            )
+            with pytest.raises(SourceUnavailable):
+                await mcp.call_tool("echo", {"text": "still down"}, context())
+            server.start()
+            await eventually(
+                lambda: bool(changes.seen), "a reconnect announces the fresh discovery"
+            )
+            echoed = await mcp.call_tool("echo", {"text": "back"}, context())
+            assert echoed.content[0]["text"] == "back"
+
+
+async def test_legacy_sse_transport() -> None:
+    with http_server(transport="sse") as server:
+        config = http_source("old", f"http://127.0.0.1:{server.port}/sse", transport="sse")
+        async with provider(config) as mcp:
+            discovery = await mcp.start(Changes())
+            # The SDK's SSE server speaks both eras; auto negotiation picks the newest.
+            assert mcp.protocol_version in ("2026-07-28", "2025-11-25")
+            assert discovery.tools[0].provenance["transport"] == "sse"
+            echoed = await mcp.call_tool("echo", {"text": "sse"}, context())
+            assert echoed.content[0]["text"] == "sse"
