@@ -87,7 +87,40 @@ async def memory_factory(name: str) -> AsyncIterator[ToolProvider]:
     )
 
 
+@contextlib.asynccontextmanager
+async def mcp_stdio_factory(name: str) -> AsyncIterator[ToolProvider]:
+    """The MCP test server (conformance profile) as a child process over stdio."""
+    from codemodekit import Limits
+    from codemodekit.providers.mcp import McpToolProvider
+    from tests.servers import stdio_source
+
+    yield McpToolProvider(stdio_source(name, "--profile", "conformance"), limits=Limits())
+
+
+@contextlib.asynccontextmanager
+async def mcp_http_factory(name: str) -> AsyncIterator[ToolProvider]:
+    """The same server over Streamable HTTP on a free 127.0.0.1 port."""
+    from codemodekit import Limits
+    from codemodekit.providers.mcp import McpToolProvider
+    from tests.servers import http_server, http_source
+
+    with http_server("--profile", "conformance") as server:
+        url = f"http://127.0.0.1:{server.port}/mcp"
+        yield McpToolProvider(http_source(name, url), limits=Limits())
+
+
 FACTORIES: dict[str, ProviderFactory] = {
     "python": local_factory,
     "memory": memory_factory,
+    "mcp-stdio": mcp_stdio_factory,
+    "mcp-http": mcp_http_factory,
 }
+
+
+def _register_openapi() -> None:
+    from tests.conformance.providers.openapi_factory import openapi_factory
+
+    FACTORIES["openapi"] = openapi_factory
+
+
+_register_openapi()

@@ -100,5 +100,5 @@ async def test_relative_server_requires_base_url() -> None:
 
 async def test_bad_base_url_is_refused() -> None:
     provider = make_provider("wire.yaml", base_url="ftp://127.0.0.1/x")
-    with pytest.raises(SourceUnavailable, match="sources.api.base_url"):
+    with pytest.raises(SourceUnavailable, match=r"sources\.api\.base_url"):
         await started(provider)

@@ -122,7 +122,9 @@ class OpenApiToolProvider:
     async def call_tool(self, name: str, arguments: JsonObject, context: CallContext) -> ToolOutput:
         plan = self._plans.get(name)
         client = self._client
-        if plan is None or client is None:
+        if client is None:
+            raise SourceUnavailable(f"source {self._config.name!r} is not started or is closed")
+        if plan is None:
             raise ToolError(f"{self._config.name}: no operation named {name!r}")
         request = http.build_request(client, plan, self._base_url, arguments, self._credentials)
         return await http.send(
