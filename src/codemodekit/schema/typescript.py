@@ -118,6 +118,15 @@ _CONSTRAINT_TAGS = (
     "contentEncoding",
 )
 
+# Dialects in which keywords beside ``$ref`` are ignored.
+_LEGACY_DIALECTS = frozenset(
+    {
+        "http://json-schema.org/draft-07/schema#",
+        "http://json-schema.org/draft-06/schema#",
+        "http://json-schema.org/draft-04/schema#",
+    }
+)
+
 _PRIMITIVES = {
     "string": "string",
     "number": "number",
@@ -339,6 +348,8 @@ class SchemaDeclarations:
         self._root_name = root_name
         self._names = names
         self._anchors = _anchors(document)
+        dialect = document.get("$schema") if isinstance(document, Mapping) else None
+        self._legacy_ref = dialect in _LEGACY_DIALECTS
         self._decls: dict[str, _Decl] = {}
         self._broken: set[tuple[str, str]] = set()
         self._current = ""
@@ -442,6 +453,8 @@ class SchemaDeclarations:
         ref = schema.get("$ref")
         if isinstance(ref, str):
             parts.append(self._ref(ref, guarded))
+            if self._legacy_ref:
+                return parts[0]
         elif ref is not None:
             return _UNKNOWN
         base = self._base(schema, indent, guarded=guarded, depth=depth)

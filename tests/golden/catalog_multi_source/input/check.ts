@@ -1,0 +1,18 @@
+async function check() {
+  const found = await tools.github.search_issues({ q: "is:open" });
+  const first = found.structuredContent?.items[0];
+  const names: string[] = (first?.labels ?? []).map((l) => l.name);
+  const created = await tools.github.create_issue({ repo: "a/b", title: "t" });
+  const n: number | undefined = created.structuredContent?.number;
+  await tools["deployment-api"].deploy({ service: "s", env: "staging" });
+  const services = await tools["deployment-api"]["list-services"]({});
+  const text = services.content.find((b) => b.type === "text");
+  let parsed: unknown = services.structuredContent;
+  if (parsed === undefined && text && text.type === "text") {
+    try { parsed = JSON.parse(text.text); } catch { parsed = text.text; }
+  }
+  await tools.app.lookup({ id: "1" });
+  // @ts-expect-error env is an enum
+  await tools["deployment-api"].deploy({ service: "s", env: "dev" });
+  return { names, n, parsed };
+}
