@@ -1,7 +1,8 @@
 """`codemode check`: load the spec, report its problems, then connect and report health.
 
 Exit codes: 0 everything usable; 1 a problem found (a malformed spec, a missing file, an
-unavailable source); 2 a usage error (no spec file at the given path).
+unavailable source); 2 a usage error (no spec file at the given path). A malformed spec is
+exit 1 here, not 2, because finding it is what `check` is for.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ def register(sub: Any) -> None:
         "--spec-only",
         dest="offline",
         action="store_true",
-        help="check the file only; do not start or connect to any source",
+        help="check the file only: do not start or connect to any source; missing files "
+        "and unset variables are reported as warnings",
     )
     parser.set_defaults(func=run_check)
 
@@ -73,15 +75,17 @@ def run_check(args: argparse.Namespace) -> int:
         return 1
     findings = check_environment(spec)
     print_summary(spec, args.config, sys.stdout)
+    # Offline, what this machine lacks (a document, a variable) is a warning: the file
+    # itself is valid. Connecting, a missing file fails its source, so it is an error.
     for issue in findings.warnings:
         print("warning: " + issue.render(args.config), file=sys.stderr)
     for issue in findings.errors:
-        print(issue.render(args.config), file=sys.stderr)
-    if findings.errors:
-        return 1
+        prefix = "warning: " if args.offline else ""
+        print(prefix + issue.render(args.config), file=sys.stderr)
     if args.offline:
         return 0
-    return asyncio.run(_connect(spec, sys.stdout))
+    status = asyncio.run(_connect(spec, sys.stdout))
+    return 1 if findings.errors else status
 
 
 def print_summary(spec: Spec, shown_path: str, out: TextIO) -> None:

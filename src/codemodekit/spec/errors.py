@@ -157,17 +157,20 @@ class SourceText:
     def at(self, line: int, column: int, length: int, key: str, message: str) -> SpecIssue:
         if not 1 <= line <= len(self.lines):
             return SpecIssue(line, column, key, message)
-        excerpt, caret = self._masked(line, column)
+        excerpt, caret, limit = self._masked(line, column)
+        length = min(length, limit) if limit else length
         return SpecIssue(line, column, key, message, excerpt.rstrip(), caret, length)
 
-    def _masked(self, line: int, column: int) -> tuple[str, int]:
-        """The line with secret strings masked, and where ``column`` moved to."""
+    def _masked(self, line: int, column: int) -> tuple[str, int, int]:
+        """The line with secret strings masked, where ``column`` moved to, and the masked
+        length of the string that starts at ``column`` (0 if none was masked there)."""
         text = self.lines[line - 1]
         spans = sorted(
             (span for path, span in self.positions.strings if is_secret_path(path)),
             key=lambda s: (s.line, s.column),
         )
         caret = column
+        limit = 0
         for span in reversed([s for s in spans if s.line == line]):
             start, end = span.column - 1, span.column - 1 + span.length
             original = text[start:end]
@@ -177,7 +180,9 @@ class SourceText:
             text = text[:start] + masked + text[end:]
             if column - 1 >= end:
                 caret += len(masked) - len(original)
-        return text, caret
+            elif column - 1 >= start:
+                limit = len(masked)
+        return text, caret, limit
 
 
 def mask_secret(content: str) -> str:

@@ -118,7 +118,9 @@ def _syntax_issue(message: str, text: str, source: SourceText) -> SpecIssue:
             format_key(twice),
             f"defined twice{where}; TOML allows each key and table once: merge the two",
         )
-    if detail.startswith("Duplicate inline table key"):
+    if detail == "Illegal character '\\n'" and current.count('"') % 2 == 1:
+        detail = 'unterminated string: close the "..." on the same line (use """...""" for text over several lines)'
+    elif detail.startswith("Duplicate inline table key"):
         detail = "a key is set twice in this inline table"
     elif detail:
         detail = detail[0].lower() + detail[1:]

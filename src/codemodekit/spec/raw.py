@@ -54,7 +54,7 @@ def _well_formed_references(value: str) -> str:
         if _VAR_REFERENCE.fullmatch(match.group(0)) is None:
             raise PydanticCustomError(
                 "env_reference_malformed",
-                "malformed environment reference: write `${{NAME}}` where NAME is letters, "
+                "malformed environment reference: write `${NAME}` where NAME is letters, "
                 "digits and `_` and does not start with a digit",
             )
     return value
