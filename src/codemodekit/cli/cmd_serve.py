@@ -1,17 +1,143 @@
-"""`codemode serve` (placeholder until its issue lands)."""
+"""``codemode serve``: the configured tools as a two-tool MCP server (stdio or HTTP)."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
 import sys
 from typing import Any
 
+from codemodekit.cli.common import CliExit, add_config_argument, load_config
+from codemodekit.mcp_server import create_server, is_loopback, serve_http, serve_stdio
+from codemodekit.run import CodeMode
+
+DEFAULT_PORT = 8000
+
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("serve", help="(not yet available)")
+    parser = sub.add_parser(
+        "serve",
+        help="serve run_typescript and search_tools over MCP",
+        description="Serve the configured sources as an MCP server with two tools, "
+        "run_typescript and search_tools. HTTP listens on loopback unless --host says "
+        "otherwise; a non-loopback host needs --auth-token-env. SIGINT/SIGTERM stop the "
+        "server and close every source. Exit codes: 0 stopped cleanly, 2 usage or spec error.",
+    )
+    add_config_argument(parser)
+    parser.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="stdio (default) or Streamable HTTP",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (127.0.0.1)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help=f"HTTP port (default {DEFAULT_PORT}; 0 picks a free one)",
+    )
+    parser.add_argument(
+        "--auth-token-env",
+        metavar="VAR",
+        help="require `Authorization: Bearer <token>` on every HTTP request, the token "
+        "being read from environment variable VAR",
+    )
+    parser.add_argument(
+        "--no-search", action="store_true", help="do not offer the search_tools tool"
+    )
     parser.set_defaults(func=_run)
 
 
+def _token(args: argparse.Namespace) -> str | None:
+    if args.auth_token_env is None:
+        return None
+    if args.transport != "http":
+        raise CliExit(2, "codemode serve: --auth-token-env applies to --transport http only")
+    token = os.environ.get(args.auth_token_env, "")
+    if not token.strip():
+        raise CliExit(
+            2,
+            f"codemode serve: environment variable {args.auth_token_env} is unset or empty; "
+            "set it to the bearer token clients must send",
+        )
+    return token
+
+
 def _run(args: argparse.Namespace) -> int:
-    print("codemode serve: not available yet", file=sys.stderr)
-    return 2
+    try:
+        token = _token(args)
+        if args.transport == "http":
+            if not 0 <= args.port <= 65535:
+                raise CliExit(2, f"codemode serve: --port {args.port} is not a TCP port")
+            if not is_loopback(args.host) and token is None:
+                raise CliExit(
+                    2,
+                    f"codemode serve: refusing to listen on {args.host} without authentication; "
+                    "pass --auth-token-env VAR (or bind 127.0.0.1)",
+                )
+        spec = load_config(args)
+    except CliExit as stop:
+        print(stop.message, file=sys.stderr)
+        return stop.code
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(name)s: %(message)s")
+    try:
+        asyncio.run(_serve(spec, args, token))
+    except OSError as exc:
+        print(f"codemode serve: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+async def _serve(spec: Any, args: argparse.Namespace, token: str | None) -> None:
+    main = asyncio.current_task()
+    assert main is not None
+    loop = asyncio.get_running_loop()
+    stopping = False
+
+    def stop() -> None:
+        nonlocal stopping
+        if not stopping:
+            stopping = True
+            main.cancel()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop)
+    try:
+        # Leaving this block closes every source and child process, on any exit path.
+        async with CodeMode.from_spec(spec) as cm:
+            for health in cm.health:
+                if health.status != "ok":
+                    print(
+                        f"warning: source {health.source!r} is {health.status}: {health.message}",
+                        file=sys.stderr,
+                    )
+            server = create_server(cm, search=not args.no_search)
+            summary = (
+                f"codemode serve: {len(cm.catalog.available_tools)} tools from "
+                f"{len(cm.catalog.sources)} sources (revision {cm.catalog.revision})"
+            )
+            if args.transport == "stdio":
+                print(f"{summary} over stdio", file=sys.stderr, flush=True)
+                await serve_stdio(server)
+            else:
+
+                def ready(url: str) -> None:
+                    print(f"{summary} at {url}", file=sys.stderr, flush=True)
+
+                await serve_http(
+                    server, host=args.host, port=args.port, auth_token=token, on_ready=ready
+                )
+    except asyncio.CancelledError:
+        if not stopping:
+            raise
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(Exception):
+                loop.remove_signal_handler(sig)
+    if stopping:
+        print("codemode serve: stopped", file=sys.stderr, flush=True)

@@ -1,0 +1,621 @@
+"""The Code Mode MCP adapter: ``run_typescript`` and ``search_tools`` on a consumer's server.
+
+``register_code_mode_tools(server, code_mode)`` adds the two tools to an ``mcp`` server the
+consumer owns (``mcp.server.mcpserver.MCPServer`` or the low-level ``mcp.server.Server``);
+the consumer's own tools stay beside them and the server's lifecycle stays the consumer's.
+``serve_stdio`` / ``serve_http`` are the batteries-included hosts behind ``codemode serve``.
+
+Results (see docs/adr/0013):
+
+- success: one text block with the returned value as JSON (plus one with console output
+  when there is any); ``structuredContent`` is ``RunResult.to_json()``
+  (``{"ok": true, "value", "logs", "execution_id", "tool_calls", "catalog_revision"}``).
+- failure: ``isError`` with a concise diagnostic text (code, message, ``line:column``, the
+  offending source line and a caret) and the same JSON with a bounded ``diagnostic``.
+
+Progress is sent only when the request carries a progress token: the value is a counter
+that only grows, there is never a total, and events are bounded in count
+(``Limits.progress_events``), rate (``PROGRESS_PER_SECOND``) and message size.
+A client's ``notifications/cancelled`` makes the SDK cancel the handler task; the
+cancellation reaches ``CodeMode.run``, which cancels the sandbox and every tool call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import ipaddress
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+import mcp_types as types
+import uvicorn
+from mcp.server.lowlevel import Server
+from mcp.server.mcpserver import Context, MCPServer
+from pydantic import Field
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from codemodekit.errors import Diagnostic
+from codemodekit.limits import Limits
+from codemodekit.search import DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CHARS, SearchError
+
+if TYPE_CHECKING:
+    from mcp.server.context import ServerRequestContext
+
+    from codemodekit.run import CodeMode, ProgressEvent, RunResult
+
+log = logging.getLogger("codemodekit.mcp_server")
+
+RUN_TOOL = "run_typescript"
+SEARCH_TOOL = "search_tools"
+PROGRESS_PER_SECOND = 10
+PROGRESS_MESSAGE_BYTES = 1024
+DIAGNOSTIC_MESSAGE_CHARS = 2000
+DIAGNOSTIC_DETAIL_CHARS = 500
+SOURCE_LINE_CHARS = 160
+LOG_LINES_IN_TEXT = 10
+LOG_LINE_CHARS = 200
+
+CODE_DESCRIPTION = (
+    "TypeScript: the body of an async function. Use await and an explicit `return`; "
+    "call tools as `await tools.<source>.<tool>({...})`."
+)
+
+
+def run_description(limits: Limits, *, search: bool = True) -> str:
+    """The ``run_typescript`` description: the runtime rules, compactly; never the catalog."""
+    where = (
+        f'Find tools with `{SEARCH_TOOL}` (detail "typescript" gives exact declarations) '
+        "or read the generated tools.d.ts declarations."
+        if search
+        else "The generated tools.d.ts declarations (and skills) list the tools."
+    )
+    return (
+        "Run TypeScript in a sandbox to call tools and compute with their results.\n"
+        "- `code` is the body of an async function: use `await` and an explicit `return` "
+        "(the last expression is not returned). The returned value must be JSON.\n"
+        "- The only way out is `tools.<source>.<tool>(args)` (e.g. `tools.github.search_issues` "
+        'or `tools["my-api"].deploy`); no fetch, require, import, timers or host APIs.\n'
+        "- A tool returns a ToolResult `{ content: ContentBlock[], structuredContent?: T }`; "
+        "prefer `structuredContent`. A failed call throws an Error with `code`, `tool` "
+        "and `message` that you may catch.\n"
+        "- `console.log` output is returned with the result.\n"
+        f"- Limits per run: {limits.compute_time_ms} ms compute, {limits.wall_time_ms} ms wall, "
+        f"{limits.max_tool_calls} tool calls ({limits.max_concurrent_tool_calls} at once), "
+        f"result {limits.final_result_bytes} bytes, source {limits.source_bytes} bytes.\n"
+        f"{where}\n"
+        "On failure you get a diagnostic (code, message, line:column): fix the code and retry."
+    )
+
+
+SEARCH_DESCRIPTION = (
+    "Search the callable tools by what you need (words, a tool name or `source.tool`). "
+    "Returns each tool's exact callable expression for run_typescript, its source and a short "
+    'description; detail "typescript" adds input/output declarations and the shared '
+    "ToolResult contract. Optional `source` restricts to one source. Results are ranked, "
+    "deterministic, and report 'N of M' counts and the catalog revision."
+)
+
+
+# -- formatting --------------------------------------------------------------------------------
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _cut_utf8(text: str, limit: int) -> str:
+    data = text.encode()
+    if len(data) <= limit:
+        return text
+    return data[: limit - 3].decode(errors="ignore") + "…"
+
+
+def _excerpt(code: str, line: int, column: int) -> list[str]:
+    """The offending source line and a caret under ``column`` (both 1-based)."""
+    lines = code.splitlines()
+    if not 1 <= line <= len(lines):
+        return []
+    # Tabs shown as one space keep the caret under the right character.
+    text = lines[line - 1].replace("\t", " ")
+    col = max(1, min(column, len(text) + 1))
+    start = 0
+    if len(text) > SOURCE_LINE_CHARS:
+        start = max(0, min(col - 1 - SOURCE_LINE_CHARS // 2, len(text) - SOURCE_LINE_CHARS))
+        text = text[start : start + SOURCE_LINE_CHARS]
+    gutter = f"{line} | "
+    return [gutter + text, " " * (len(gutter) - 2) + "| " + " " * (col - 1 - start) + "^"]
+
+
+def diagnostic_json(diagnostic: Diagnostic) -> dict[str, Any]:
+    """``Diagnostic.to_json()`` with every free-text field bounded."""
+    data = diagnostic.to_json()
+    data["message"] = _cut(data["message"], DIAGNOSTIC_MESSAGE_CHARS)
+    details = data.get("details")
+    if isinstance(details, dict):
+        data["details"] = {
+            k: _cut(v, DIAGNOSTIC_DETAIL_CHARS) if isinstance(v, str) else v
+            for k, v in details.items()
+        }
+        if len(json.dumps(data["details"], default=str)) > 4 * DIAGNOSTIC_DETAIL_CHARS:
+            data["details"] = {k: _cut(str(v), 80) for k, v in list(details.items())[:8]}
+    return data
+
+
+def diagnostic_text(diagnostic: Diagnostic, code: str) -> str:
+    """``CODE at line:col: message``, the source line with a caret, and tool context."""
+    where = ""
+    if diagnostic.location is not None:
+        where = f" at {diagnostic.location.line}:{diagnostic.location.column}"
+    lines = [
+        f"{diagnostic.code}{where}: {_cut(diagnostic.message, DIAGNOSTIC_MESSAGE_CHARS)}",
+    ]
+    if diagnostic.location is not None:
+        lines += _excerpt(code, diagnostic.location.line, diagnostic.location.column)
+    if diagnostic.tool is not None:
+        lines.append(f"tool: {diagnostic.tool}")
+    if diagnostic.correlation_id is not None:
+        lines.append(f"correlation id: {diagnostic.correlation_id}")
+    return "\n".join(lines)
+
+
+def _logs_text(result: RunResult) -> str | None:
+    if not result.logs:
+        return None
+    shown = result.logs[-LOG_LINES_IN_TEXT:]
+    head = (
+        "console:"
+        if len(shown) == len(result.logs)
+        else (f"console (last {len(shown)} of {len(result.logs)} entries):")
+    )
+    body = [f"[{e.level}] {_cut(e.message, LOG_LINE_CHARS)}" for e in shown]
+    return "\n".join([head, *body])
+
+
+def run_result_to_mcp(result: RunResult, code: str) -> types.CallToolResult:
+    """A ``RunResult`` as an MCP tool result (see the module docstring)."""
+    structured = result.to_json()
+    logs = _logs_text(result)
+    if result.ok:
+        text = json.dumps(result.value, ensure_ascii=False)
+        content = [types.TextContent(type="text", text=text)]
+        if logs:
+            content.append(types.TextContent(type="text", text=logs))
+        return types.CallToolResult(content=list(content), structured_content=structured)
+    diagnostic = result.diagnostic
+    if diagnostic is None:  # a failed result always carries one; stay safe anyway
+        text = "the run failed without a diagnostic"
+    else:
+        structured["diagnostic"] = diagnostic_json(diagnostic)
+        text = diagnostic_text(diagnostic, code)
+    if logs:
+        text += "\n" + logs
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=structured,
+        is_error=True,
+    )
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=message)], is_error=True
+    )
+
+
+# -- progress ----------------------------------------------------------------------------------
+class ProgressRelay:
+    """Forwards ``ProgressEvent``s as MCP progress: increasing counter, no total, bounded.
+
+    ``send(progress, message)`` performs the notification. Events closer together than
+    ``1 / per_second`` are dropped (``finished`` is always sent if the count allows).
+    """
+
+    def __init__(
+        self,
+        send: Callable[[float, str], Awaitable[None]],
+        *,
+        max_events: int,
+        per_second: float = PROGRESS_PER_SECOND,
+        message_bytes: int = PROGRESS_MESSAGE_BYTES,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._send = send
+        self._max_events = max_events
+        self._interval = 1.0 / per_second
+        self._message_bytes = message_bytes
+        self._clock = clock
+        self._sent = 0
+        self._last = float("-inf")
+
+    @property
+    def sent(self) -> int:
+        return self._sent
+
+    async def __call__(self, event: ProgressEvent) -> None:
+        if self._sent >= self._max_events:
+            return
+        now = self._clock()
+        if event.kind != "finished" and now - self._last < self._interval:
+            return
+        self._last = now
+        self._sent += 1
+        message = event.message if event.tool is None else f"{event.message} ({event.tool})"
+        try:
+            await self._send(float(self._sent), _cut_utf8(message, self._message_bytes))
+        except Exception as exc:  # a closed stream must not fail the run
+            log.debug("progress notification not delivered: %r", exc)
+
+
+# -- handlers (shared by both server kinds) ------------------------------------------------------
+async def handle_run(
+    code_mode: CodeMode, ctx: ServerRequestContext[Any, Any] | None, code: Any
+) -> types.CallToolResult:
+    if not isinstance(code, str):
+        return _error("run_typescript: `code` must be a string of TypeScript")
+    relay: ProgressRelay | None = None
+    if ctx is not None:
+        # The SDK sends nothing unless the request carried a progress token (over JSON-RPC
+        # the token is in params._meta; in-process the caller's callback is called directly).
+        session = ctx.session
+
+        async def send(progress: float, message: str) -> None:
+            await session.report_progress(progress, None, message)
+
+        relay = ProgressRelay(send, max_events=code_mode.limits.progress_events)
+    result = await code_mode.run(code, on_progress=relay)
+    return run_result_to_mcp(result, code)
+
+
+def handle_search(
+    code_mode: CodeMode,
+    query: Any,
+    source: Any = None,
+    detail: Any = "summary",
+    limit: Any = DEFAULT_LIMIT,
+) -> types.CallToolResult:
+    from codemodekit.search import search_catalog
+
+    if source is not None and not isinstance(source, str):
+        return _error("search_tools: `source` must be a string")
+    try:
+        response = search_catalog(
+            code_mode.catalog, query, source=source or None, detail=detail, limit=limit
+        )
+    except SearchError as exc:
+        return _error(f"search_tools: {exc}")
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=response.to_text())],
+        structured_content=response.to_json(),
+    )
+
+
+# -- registration ------------------------------------------------------------------------------
+_RUN_ANNOTATIONS = types.ToolAnnotations(
+    title="Run TypeScript with tools",
+    read_only_hint=False,
+    destructive_hint=True,
+    idempotent_hint=False,
+    open_world_hint=True,
+)
+_SEARCH_ANNOTATIONS = types.ToolAnnotations(
+    title="Search tools",
+    read_only_hint=True,
+    destructive_hint=False,
+    idempotent_hint=True,
+    open_world_hint=False,
+)
+
+RUN_INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"code": {"type": "string", "description": CODE_DESCRIPTION}},
+    "required": ["code"],
+    "additionalProperties": False,
+}
+SEARCH_INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_QUERY_CHARS,
+            "description": "What you need, in words, or a tool name / source.tool.",
+        },
+        "source": {"type": "string", "description": "Only tools of this source (exact name)."},
+        "detail": {
+            "type": "string",
+            "enum": ["summary", "typescript"],
+            "default": "summary",
+            "description": '"typescript" adds declarations and the ToolResult contract.',
+        },
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_LIMIT,
+            "default": DEFAULT_LIMIT,
+        },
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+
+
+def register_code_mode_tools(
+    server: MCPServer[Any] | Server[Any], code_mode: CodeMode, *, search: bool = True
+) -> None:
+    """Add ``run_typescript`` (and ``search_tools`` unless ``search=False``) to ``server``.
+
+    The server stays the caller's: this neither starts nor stops it, nor enters
+    ``code_mode`` (enter it around serving). Tools the server already has keep working; a
+    name clash with an existing tool raises ``ValueError``.
+    """
+    if isinstance(server, MCPServer):
+        _register_mcpserver(server, code_mode, search=search)
+    elif isinstance(server, Server):
+        _register_lowlevel(server, code_mode, search=search)
+    else:
+        raise TypeError(
+            "register_code_mode_tools needs an mcp.server.mcpserver.MCPServer or an "
+            f"mcp.server.lowlevel.Server, got {type(server).__name__}"
+        )
+
+
+def _register_mcpserver(server: MCPServer[Any], code_mode: CodeMode, *, search: bool) -> None:
+    existing = set(getattr(getattr(server, "_tool_manager", None), "_tools", {}) or {})
+    clash = {RUN_TOOL, *([SEARCH_TOOL] if search else [])} & existing
+    if clash:
+        raise ValueError(f"the server already has a tool named {', '.join(sorted(clash))}")
+
+    async def run_typescript(
+        code: Annotated[str, Field(description=CODE_DESCRIPTION)], ctx: Context
+    ) -> types.CallToolResult:
+        return await handle_run(code_mode, ctx.request_context, code)
+
+    server.add_tool(
+        run_typescript,
+        name=RUN_TOOL,
+        description=run_description(code_mode.limits, search=search),
+        annotations=_RUN_ANNOTATIONS,
+    )
+    if not search:
+        return
+
+    async def search_tools(
+        query: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=MAX_QUERY_CHARS,
+                description="What you need, in words, or a tool name / source.tool.",
+            ),
+        ],
+        source: Annotated[
+            str | None, Field(description="Only tools of this source (exact name).")
+        ] = None,
+        detail: Annotated[
+            Literal["summary", "typescript"],
+            Field(description='"typescript" adds declarations and the ToolResult contract.'),
+        ] = "summary",
+        limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
+    ) -> types.CallToolResult:
+        return handle_search(code_mode, query, source, detail, limit)
+
+    server.add_tool(
+        search_tools,
+        name=SEARCH_TOOL,
+        description=SEARCH_DESCRIPTION,
+        annotations=_SEARCH_ANNOTATIONS,
+    )
+
+
+def _register_lowlevel(server: Server[Any], code_mode: CodeMode, *, search: bool) -> None:
+    ours: dict[str, types.Tool] = {
+        RUN_TOOL: types.Tool(
+            name=RUN_TOOL,
+            description=run_description(code_mode.limits, search=search),
+            input_schema=RUN_INPUT_SCHEMA,
+            annotations=_RUN_ANNOTATIONS,
+        )
+    }
+    if search:
+        ours[SEARCH_TOOL] = types.Tool(
+            name=SEARCH_TOOL,
+            description=SEARCH_DESCRIPTION,
+            input_schema=SEARCH_INPUT_SCHEMA,
+            annotations=_SEARCH_ANNOTATIONS,
+        )
+    previous_list = server.get_request_handler("tools/list")
+    previous_call = server.get_request_handler("tools/call")
+    previous_schema = server.get_tool_input_schema
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        if previous_list is None:
+            return types.ListToolsResult(tools=list(ours.values()))
+        result = await previous_list.handler(ctx, params)
+        if not isinstance(result, types.ListToolsResult):
+            result = types.ListToolsResult.model_validate(result)
+        clash = {t.name for t in result.tools} & set(ours)
+        if clash:
+            log.error("tools %s are defined twice; the Code Mode ones win", sorted(clash))
+        theirs = [t for t in result.tools if t.name not in ours]
+        first_page = params is None or params.cursor is None
+        tools = [*ours.values(), *theirs] if first_page else theirs
+        return result.model_copy(update={"tools": tools})
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> Any:
+        arguments = params.arguments or {}
+        if params.name == RUN_TOOL:
+            unknown = set(arguments) - {"code"}
+            if unknown:
+                return _error(f"run_typescript: unknown argument(s) {', '.join(sorted(unknown))}")
+            return await handle_run(code_mode, ctx, arguments.get("code"))
+        if params.name == SEARCH_TOOL and search:
+            unknown = set(arguments) - {"query", "source", "detail", "limit"}
+            if unknown:
+                return _error(f"search_tools: unknown argument(s) {', '.join(sorted(unknown))}")
+            return handle_search(
+                code_mode,
+                arguments.get("query"),
+                arguments.get("source"),
+                arguments.get("detail", "summary"),
+                arguments.get("limit", DEFAULT_LIMIT),
+            )
+        if previous_call is None:
+            return _error(f"unknown tool {params.name!r}")
+        return await previous_call.handler(ctx, params)
+
+    def input_schema(name: str) -> Mapping[str, Any] | None:
+        if name in ours:
+            return ours[name].input_schema
+        return None if previous_schema is None else previous_schema(name)
+
+    server.add_request_handler("tools/list", types.PaginatedRequestParams, list_tools)
+    server.add_request_handler("tools/call", types.CallToolRequestParams, call_tool)
+    server.get_tool_input_schema = input_schema
+
+
+# -- serving ------------------------------------------------------------------------------------
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+HTTP_PATH = "/mcp"
+
+
+def is_loopback(host: str) -> bool:
+    if host in LOOPBACK_HOSTS:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def create_server(
+    code_mode: CodeMode, *, search: bool = True, instructions: str | None = None
+) -> MCPServer[Any]:
+    """A new ``MCPServer`` named after ``code_mode`` with the Code Mode tools registered."""
+    server: MCPServer[Any] = MCPServer(
+        code_mode.name,
+        instructions=instructions
+        or f"Use {RUN_TOOL} to call this server's tools from TypeScript"
+        + (f"; use {SEARCH_TOOL} to find them." if search else "."),
+    )
+    register_code_mode_tools(server, code_mode, search=search)
+    return server
+
+
+class BearerAuth:
+    """ASGI middleware: every HTTP request needs ``Authorization: Bearer <token>``.
+
+    The comparison is constant-time (``hmac.compare_digest``); anything else gets 401.
+    """
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        if not token:
+            raise ValueError("the bearer token must not be empty")
+        self._app = app
+        self._expected = b"Bearer " + token.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self._app(scope, receive, send)
+            return
+        supplied = b""
+        for key, value in scope.get("headers", ()):
+            if key.lower() == b"authorization":
+                supplied = value
+                break
+        if hmac.compare_digest(supplied, self._expected):
+            await self._app(scope, receive, send)
+            return
+        response = JSONResponse(
+            {"error": "unauthorized", "message": "a valid bearer token is required"},
+            status_code=401,
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+        await response(scope, receive, send)
+
+
+def http_app(
+    server: MCPServer[Any],
+    *,
+    host: str = "127.0.0.1",
+    auth_token: str | None = None,
+    path: str = HTTP_PATH,
+) -> ASGIApp:
+    """The server's Streamable HTTP app, behind ``BearerAuth`` when a token is given."""
+    app: ASGIApp = server.streamable_http_app(streamable_http_path=path, host=host)
+    return BearerAuth(app, auth_token) if auth_token else app
+
+
+async def serve_stdio(server: MCPServer[Any]) -> None:
+    """Serve over stdin/stdout until the client closes the stream or the task is cancelled."""
+    await server.run_stdio_async()
+
+
+class _Uvicorn(uvicorn.Server):
+    # The caller owns signals (so it can close CodeMode first); uvicorn must not re-raise them.
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+async def serve_http(
+    server: MCPServer[Any],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    auth_token: str | None = None,
+    path: str = HTTP_PATH,
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve Streamable HTTP at ``http://host:port{path}`` until cancelled.
+
+    A non-loopback ``host`` requires ``auth_token`` (``ValueError`` otherwise).
+    ``on_ready(url)`` is called once the socket listens (``port=0`` picks a free port).
+    """
+    if not is_loopback(host) and not auth_token:
+        raise ValueError(f"binding {host} (not loopback) requires a bearer token")
+    app = http_app(server, host=host, auth_token=auth_token, path=path)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    web = _Uvicorn(config)
+    serving = asyncio.ensure_future(web.serve())
+    try:
+        while not web.started:
+            if serving.done():
+                await serving  # startup failed (port in use...): raise its error
+                raise OSError(f"could not listen on {host}:{port}")
+            await asyncio.sleep(0.02)
+        if on_ready is not None:
+            bound = web.servers[0].sockets[0].getsockname()[1] if web.servers else port
+            shown = f"[{host}]" if ":" in host else host
+            on_ready(f"http://{shown}:{bound}{path}")
+        await asyncio.shield(serving)
+    except asyncio.CancelledError:
+        web.should_exit = True
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(serving, timeout=10)
+        raise
+
+
+__all__ = [
+    "PROGRESS_PER_SECOND",
+    "RUN_TOOL",
+    "SEARCH_TOOL",
+    "BearerAuth",
+    "ProgressRelay",
+    "create_server",
+    "diagnostic_text",
+    "http_app",
+    "is_loopback",
+    "register_code_mode_tools",
+    "run_description",
+    "run_result_to_mcp",
+    "serve_http",
+    "serve_stdio",
+]
