@@ -79,6 +79,13 @@ _QUERY_SOURCE = r"""
 (required_parameter [(accessibility_modifier) (override_modifier) "readonly"]) @parameter_property
 (optional_parameter [(accessibility_modifier) (override_modifier) "readonly"]) @parameter_property
 (html_comment) @html_comment
+(lookup_type "[" @type_continued)
+(array_type "[" @type_continued)
+(generic_type type_arguments: (type_arguments) @type_continued)
+(binary_expression
+  left: (binary_expression operator: "<" @generic_tag)
+  operator: ">"
+  right: (template_string))
 """
 
 QUERY = ts.Query(LANGUAGE, _QUERY_SOURCE)
@@ -101,6 +108,8 @@ REJECTIONS: dict[str, str] = {
     "meta_property": "`import.meta` is not supported: the code is not a module",
     "parameter_property": "parameter properties are not supported: declare the field in the "
     "class body and assign it in the constructor",
+    "generic_tag": "type arguments on a tagged template (tag<T>`...`) are not supported: "
+    "write the tag without them",
     "html_comment": "HTML-like comments (`<!--`, `-->`) are not supported: use `//` comments",
     "yield_break": "a line break right after `yield <T>` changes the meaning once types are "
     "erased: keep the expression on the line of `yield`",
@@ -113,6 +122,7 @@ REJECTIONS: dict[str, str] = {
 _LINE_TERMINATOR = re.compile(r"[\n\r\u2028\u2029]")
 _BLANKABLE = re.compile(r"[^\n\r\u2028\u2029]")
 _ASCII_BLANK = bytes(b if b in (0x0A, 0x0D) else 0x20 for b in range(128)) + bytes(128)
+_MAY_BREAK = frozenset(b"\n\r/\xe2")
 _HTML_OPEN = b"<!--"
 _HTML_CLOSE = b"-->"
 _BLOCK_COMMENT = re.compile(rb"/\*.*?\*/", re.DOTALL)
@@ -192,6 +202,7 @@ class _Planner:
             "dynamic_import",
             "require",
             "html_comment",
+            "generic_tag",
         ):
             for node in get(kind, ()):
                 self._reject(kind, node)
@@ -209,6 +220,8 @@ class _Planner:
             self._check_async_arrow(node)
         for node in get("typed_arrow", ()):
             self._check_arrow_return_type(node)
+        for node in get("type_continued", ()):
+            self._check_type_continuation(node)
         self._terminate_statements()
         self._check_html_comments()
         return Plan(
@@ -298,7 +311,9 @@ class _Planner:
     def _fix_asserted_callee(self, node: ts.Node) -> None:
         """`x as T\n(y)` is two statements for TypeScript; blanked, it would be a call."""
         after = node.next_sibling
-        if after is None or node.has_error:
+        while after is not None and after.type == "comment":
+            after = after.next_sibling
+        if after is None:
             return
         keyword = node.child(1)
         if self._has_line_break(node.end_byte, after.start_byte):
@@ -359,17 +374,44 @@ class _Planner:
             assert return_type is not None
             self._reject("arrow_break", return_type, ambient=False)
 
+    def _check_type_continuation(self, node: ts.Node) -> None:
+        """TypeScript never continues a type with `[` or `<` after a line break; tree-sitter may.
+
+        `let a: number[]\n[1].forEach(f)` is a declaration and a call for TypeScript; reading
+        `number[][1]` as one type would silently erase the call.
+        """
+        previous = node.prev_sibling
+        if previous is not None and self._has_line_break(previous.end_byte, node.start_byte):
+            token = self.source[node.start_byte : node.start_byte + 1].decode()
+            self.rejections.append(
+                Rejection(
+                    "type_continued",
+                    node.start_byte,
+                    f"a line break before `{token}` ends the type in TypeScript: "
+                    "end the previous statement with `;` or keep the type on one line",
+                    unsupported=False,
+                    ambient=False,
+                )
+            )
+
     def _terminate_statements(self) -> None:
         """A statement ending in erased text gets the `;` that ASI gave it in TypeScript.
 
         `let x: T\n(y)` is `let x; (y)` in TypeScript; blanked it would read `let x(y)`.
         """
         source = self.source
+        size = len(source)
         for start, end in zip(self.starts, self.ends, strict=True):
-            if start in self.writes or end >= len(source):
+            if start in self.writes:
+                continue
+            # Only a line break (or a comment, which may hide one) lets ASI end the statement.
+            following = end
+            while following < size and source[following] in b" \t":
+                following += 1
+            if following >= size or source[following] not in _MAY_BREAK:
                 continue
             node: ts.Node | None = self.root.descendant_for_byte_range(end - 1, end)
-            while node is not None and node.end_byte == end:
+            while node is not None and _content_end(node) == end:
                 if node.type in _STATEMENT_ENDERS:
                     if node.start_byte < start and not self._ends_with_semicolon(node):
                         self.writes[start] = ";"
@@ -378,7 +420,7 @@ class _Planner:
 
     @staticmethod
     def _ends_with_semicolon(node: ts.Node) -> bool:
-        if node.child(node.child_count - 1).type == ";":
+        if any(child.type == ";" for child in node.children):
             return True
         following = node.next_sibling
         return following is not None and following.type == ";"
@@ -422,6 +464,16 @@ class _Planner:
         text = self.source[node.start_byte : node.end_byte].decode("utf-8", "replace")
         text = " ".join(text.split())
         return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _content_end(node: ts.Node) -> int:
+    """End of ``node`` without trailing comments (tree-sitter attaches them as children)."""
+    end = node.end_byte
+    for i in range(node.child_count - 1, -1, -1):
+        child = node.child(i)
+        if child.type != "comment":
+            return child.end_byte if child.end_byte < end else end
+    return end
 
 
 def plan_erasure(source: bytes, root: ts.Node) -> Plan:
