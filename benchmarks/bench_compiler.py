@@ -88,7 +88,7 @@ def realistic_script(lines: int = 200) -> str:
         n += 1
     parts.append(
         "const reporter = new IssueReporter();\n"
-        f"for (const issue of items0) reporter.add(issue);\n"
+        "for (const issue of items0) reporter.add(issue);\n"
         "return { report: [...reporter], pages: " + str(n) + " };\n"
     )
     return "".join(parts)
