@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
+from codemodekit.errors import CodeModeError
 from codemodekit.limits import Limits
 from codemodekit.providers.base import HealthStatus, SourceHealth
 from codemodekit.spec import SpecError, load_spec
@@ -61,6 +62,9 @@ def register(sub: Any) -> None:
 
 def run_check(args: argparse.Namespace) -> int:
     config = Path(args.config)
+    if config.is_dir():  # `codemode check -c some/folder` means the spec inside it
+        config = config / DEFAULT_CONFIG
+        args.config = str(config)
     if not config.exists():
         print(
             f"codemode check: {args.config} not found; create one with `codemode init` "
@@ -141,9 +145,13 @@ async def _connect(spec: Spec, out: TextIO) -> int:
 
     _quiet_library_logs()
     print("connecting...", file=out, flush=True)
-    async with CodeMode.from_spec(spec) as cm:
-        health = cm.health
-        catalog = cm.catalog
+    try:
+        async with CodeMode.from_spec(spec) as cm:
+            health = cm.health
+            catalog = cm.catalog
+    except CodeModeError as exc:  # sources report their own failures; this is the facade
+        print(f"codemode check: {exc}", file=sys.stderr)
+        return 1
     print_health(health, out)
     if catalog.quarantined:
         print("quarantined tools (visible, not callable):", file=out)

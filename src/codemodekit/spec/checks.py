@@ -1,10 +1,11 @@
-"""Checks of a loaded ``Spec`` against this machine: files that must exist, variables that
-must be set. ``load_spec`` stays pure (the same file loads anywhere); ``codemode check``
+"""Checks of a loaded ``Spec`` beyond its syntax: files that must exist, variables that
+must be set, policy rules that can never match. ``load_spec`` stays pure (the same file loads anywhere); ``codemode check``
 runs these and points each finding at its line.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -57,12 +58,33 @@ def check_environment(spec: Spec, environ: Mapping[str, str] | None = None) -> S
                             f"cannot connect until it is (export {missing[0]}=...)",
                         )
                     )
+    warnings.extend(_policy_warnings(spec))
     text = _read(spec.path)
     located = SourceText(text, scan_positions(text))
-    return SpecFindings(
-        errors=tuple(located.issue(path, message) for path, message in errors),
-        warnings=tuple(located.issue(path, message) for path, message in warnings),
-    )
+    def ordered(found: list[tuple[KeyPath, str]]) -> tuple[SpecIssue, ...]:
+        issues = [located.issue(path, message) for path, message in found]
+        return tuple(sorted(issues, key=lambda issue: (issue.line, issue.column)))
+
+    return SpecFindings(errors=ordered(errors), warnings=ordered(warnings))
+
+
+def _policy_warnings(spec: Spec) -> list[tuple[KeyPath, str]]:
+    """Rules that can never match: almost always a typo in the source part of the glob."""
+    found: list[tuple[KeyPath, str]] = []
+    names = list(spec.sources)
+    for index, rule in enumerate(spec.policy.rules):
+        path: KeyPath = ("policy", "rules", index, "tools")
+        source, dot, _ = rule.tools.partition(".")
+        if any(c in source for c in "*?["):
+            continue
+        if not dot:
+            hint = f"; did you mean `{source}.*`?" if source in spec.sources else ""
+            found.append((path, f"matches no tool: globs match `source.tool` addresses{hint}"))
+        elif source not in spec.sources:
+            close = difflib.get_close_matches(source, names, n=1)
+            hint = f"; did you mean `{close[0]}`?" if close else ""
+            found.append((path, f"matches no tool: there is no source `{source}`{hint}"))
+    return found
 
 
 def _secret_tables(source: object) -> dict[str, Mapping[str, SecretTemplate]]:

@@ -119,13 +119,13 @@ class SourceText:
         self.lines = text.splitlines()
         self.positions = positions
         # Where to point for something missing at the top level: the first real line.
-        self.first_content_line = next(
+        self.first_content_line: int | None = next(
             (
                 number
                 for number, line in enumerate(self.lines, 1)
                 if line.strip() and not line.lstrip().startswith("#")
             ),
-            1,
+            None,
         )
 
     def issue(
@@ -150,8 +150,9 @@ class SourceText:
         key = format_key(path if display is None else display)
         if span is None:
             line = self.first_content_line
-            length = len(self.lines[line - 1].strip()) if line <= len(self.lines) else 1
-            return self.at(line, 1, length, key, message)
+            if line is None:  # nothing but blanks and comments: no line worth showing
+                return SpecIssue(1, 1, key, message)
+            return self.at(line, 1, len(self.lines[line - 1].strip()), key, message)
         return self.at(span.line, span.column, span.length, key, message)
 
     def at(self, line: int, column: int, length: int, key: str, message: str) -> SpecIssue:

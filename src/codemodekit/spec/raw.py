@@ -150,7 +150,7 @@ class RawPolicyRule(_Raw):
     read_only: bool | None = _field(
         None,
         "When true, the rule matches only tools annotated `readOnlyHint: true`; "
-        "when false, only tools without it. Absent: any tool.",
+        "false or absent: any tool.",
         "read_only = true",
     )
 
