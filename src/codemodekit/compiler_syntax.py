@@ -10,6 +10,7 @@ _OPENERS = {"(": ")", "[": "]", "{": "}", "${": "}"}
 _CLOSERS = {")", "]", "}"}
 _MAX_LEAVES = 4096
 _MAX_TOKEN = 30
+_STATEMENT_LISTS = frozenset({"program", "statement_block", "switch_case", "switch_default"})
 _QUOTES = {
     '"': 'unterminated string: missing the closing `"`',
     "'": "unterminated string: missing the closing `'`",
@@ -109,8 +110,22 @@ def _describe_error(source: bytes, error: ts.Node) -> SyntaxProblem:
             f"the code ends in the middle of a statement, after {_quoted(_token(source, last))}",
             last.start_byte,
         )
-    culprit = leaves[0] if leaves else error
     children = error.children
+    following = error.next_sibling
+    if (
+        following is not None
+        and error.parent is not None
+        and error.parent.type in _STATEMENT_LISTS
+        and children
+        and all(c.is_named and not c.has_error for c in children)
+        and not _has_line_break(source[error.end_byte : following.start_byte])
+    ):
+        # The ERROR holds a complete expression (`foo` in `foo bar`): what does not fit is
+        # the token after it.
+        after = _leaves(following)
+        culprit = after[0] if after else following
+        return SyntaxProblem(f"unexpected {_quoted(_token(source, culprit))}", culprit.start_byte)
+    culprit = leaves[0] if leaves else error
     if (
         len(children) >= 2
         and children[0].is_named
@@ -133,3 +148,7 @@ def _unterminated(text: bytes) -> str | None:
     if text.startswith(b"/*") and b"*/" not in text:
         return "unterminated comment: missing `*/`"
     return None
+
+
+def _has_line_break(text: bytes) -> bool:
+    return b"\n" in text or b"\r" in text or b"\xe2\x80\xa8" in text or b"\xe2\x80\xa9" in text
