@@ -132,8 +132,8 @@ def _describe_error(source: bytes, error: ts.Node) -> SyntaxProblem:
         and not children[0].has_error
         and children[0].type != "comment"
     ):
-        following = _leaves(children[1])
-        culprit = following[0] if following else children[1]
+        second = _leaves(children[1])
+        culprit = second[0] if second else children[1]
     if culprit.is_missing:
         return SyntaxProblem(f"missing {_kind(culprit.type, culprit.is_named)}", culprit.start_byte)
     return SyntaxProblem(f"unexpected {_quoted(_token(source, culprit))}", culprit.start_byte)
