@@ -95,6 +95,7 @@ class _Connection:
     task: asyncio.Task[None] | None = None
     refreshing: bool = False
     refresh_again: bool = False
+    lost_handled: bool = False
 
 
 class McpToolProvider:
@@ -148,6 +149,15 @@ class McpToolProvider:
             conn = await self._connect()
         except SourceUnavailable as exc:
             self._set(HealthStatus.UNAVAILABLE, f"{exc}; reconnecting in the background")
+            self._schedule_reconnect()
+            raise
+        except asyncio.CancelledError:
+            # The host stopped waiting (its own start timeout): keep trying in the background;
+            # aclose() cancels that too.
+            self._set(
+                HealthStatus.UNAVAILABLE,
+                f"connecting to {self._target} was interrupted; reconnecting",
+            )
             self._schedule_reconnect()
             raise
         return conn.discovery
@@ -446,15 +456,28 @@ class McpToolProvider:
         finally:
             conn.refreshing = False
 
-    async def _connection_lost(self, conn: _Connection) -> None:
+    def _mark_lost(self, conn: _Connection, why: str) -> None:
+        """Take a dead connection out of service at once, so new calls fail fast."""
         if self._closed or conn is not self._conn:
             return
         self._conn = None
-        await self._settle_stderr(conn)
         self._set(
             HealthStatus.UNAVAILABLE,
-            self._unavailable(conn, "the connection was lost") + "; reconnecting in the background",
+            self._unavailable(conn, why) + "; reconnecting in the background",
         )
+
+    async def _connection_lost(self, conn: _Connection) -> None:
+        if self._closed or conn.lost_handled:
+            return
+        conn.lost_handled = True
+        if self._conn is not None and self._conn is not conn:
+            return  # a stale connection; a newer one is already serving
+        self._mark_lost(conn, "the connection was lost")
+        await self._settle_stderr(conn)
+        if self._conn is None and not self._closed:
+            # Again, now with the child's last words on stderr.
+            reason = self._unavailable(conn, "the connection was lost")
+            self._set(HealthStatus.UNAVAILABLE, reason + "; reconnecting in the background")
         self._close_tail(conn)
         self._schedule_reconnect()
 
@@ -515,6 +538,7 @@ class McpToolProvider:
         )
 
     async def _lost_during_call(self, conn: _Connection, tool: str, why: str) -> SourceUnavailable:
+        self._mark_lost(conn, f"the connection was lost ({why})")
         conn.ended.set()
         await self._settle_stderr(conn)
         detail = self._unavailable(conn, f"the connection was lost during the call ({why})")
