@@ -299,3 +299,29 @@ def test_crlf_files_locate_errors_on_the_right_line(tmp_path: Path) -> None:
         load_spec(path)
     assert (info.value.line, info.value.column) == (4, 11)
     assert "\r" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "line, key, message",
+    [
+        ('headers = { "Bad Header" = "x" }', 'sources.a.headers."Bad Header"', "HTTP header name"),
+        ('headers = { "" = "x" }', 'sources.a.headers.""', "HTTP header name"),
+    ],
+)
+def test_header_names_must_be_tokens(tmp_path: Path, line: str, key: str, message: str) -> None:
+    error = load_error(
+        tmp_path,
+        'version = 1\nname = "n"\n[policy]\ndefault = "deny"\n'
+        f'[sources.a]\ntype = "mcp"\nurl = "https://x.example/mcp"\n{line}\n',
+    )
+    assert (error.line, error.key) == (8, key)
+    assert message in error.message
+
+
+def test_env_names_cannot_hold_equals(tmp_path: Path) -> None:
+    error = load_error(
+        tmp_path,
+        'version = 1\nname = "n"\n[policy]\ndefault = "deny"\n'
+        '[sources.a]\ntype = "mcp"\ncommand = "c"\nenv = { "A=B" = "x" }\n',
+    )
+    assert (error.line, error.column, error.key) == (8, 9, 'sources.a.env."A=B"')

@@ -82,8 +82,8 @@ def test_awkward_but_valid_toml_loads() -> None:
     "old, new, line, column, key",
     [
         ("'max_tool_calls' = 5", "'max_tool_calls' = 0", 8, 20, "limits.max_tool_calls"),
-        ('read_only = false }', 'read_only = "no" }', 15, 51, "policy.rules[1].read_only"),
-        ('  \'b\',\n', "  2,\n", 22, 3, "sources.x-y.path[1]"),
+        ("read_only = false }", 'read_only = "no" }', 15, 51, "policy.rules[1].read_only"),
+        ("  'b',\n", "  2,\n", 22, 3, "sources.x-y.path[1]"),
         ('module = "m"', 'module = "9m"', 19, 10, "sources.x-y.module"),
         ("default = 'deny'", "default = 'deny'\nextra = 1", 11, 1, "policy.extra"),
     ],

@@ -61,6 +61,7 @@ def check_environment(spec: Spec, environ: Mapping[str, str] | None = None) -> S
     warnings.extend(_policy_warnings(spec))
     text = _read(spec.path)
     located = SourceText(text, scan_positions(text))
+
     def ordered(found: list[tuple[KeyPath, str]]) -> tuple[SpecIssue, ...]:
         issues = [located.issue(path, message) for path, message in found]
         return tuple(sorted(issues, key=lambda issue: (issue.line, issue.column)))

@@ -43,7 +43,7 @@ def describe_error(error: ErrorDetails, source: SourceText) -> SpecIssue:
             )
         return source.issue(loc, f"expected a table, got {toml_type(value)}")
     if loc and loc[-1] == "[key]":
-        return source.issue(loc[:-1], _bad_source_name(loc[-2]), anchor="key")
+        return source.issue(loc[:-1], _bad_key_name(loc[:-1]), anchor="key")
     if kind in ("int_type", "int_from_float"):
         hint = ""
         if isinstance(value, str) and value.strip().isdigit() and not secret:
@@ -241,7 +241,18 @@ def _array_of(loc: KeyPath, tag: str | None) -> str:
     return "an array"
 
 
-def _bad_source_name(name: Any) -> str:
+def _bad_key_name(path: KeyPath) -> str:
+    name = path[-1]
+    if len(path) == 4 and path[2] == "env":
+        return (
+            f"invalid environment variable name {json.dumps(name)}: it must not be empty "
+            "or contain `=`"
+        )
+    if len(path) == 4 and path[2] == "headers":
+        return (
+            f"invalid HTTP header name {json.dumps(name)}: use letters, digits and "
+            "!#$%&'*+-.^_`|~ only"
+        )
     if name == "":
         return "a source name must not be empty"
     return (

@@ -65,6 +65,10 @@ PlainStr = Annotated[str, AfterValidator(_no_env_references)]
 SecretValue = Annotated[str, AfterValidator(_well_formed_references)]
 """A string in ``env``/``headers``/``auth``: may use ``${VAR}``, never shown in errors."""
 SourceName = Annotated[str, StringConstraints(min_length=1, pattern=r"^[^.\s]+$")]
+EnvName = Annotated[str, StringConstraints(pattern=r"^[^=\x00]+$")]
+"""An environment variable name: non-empty, no ``=`` or NUL (the OS cannot carry them)."""
+HeaderName = Annotated[str, StringConstraints(pattern=r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")]
+"""An HTTP header name (an RFC 9110 token)."""
 PositiveInt = Annotated[int, Field(gt=0)]
 
 
@@ -203,7 +207,7 @@ class RawMcpSource(_Raw):
     args: list[PlainStr] = _field(
         [], "Arguments passed to `command` (stdio only).", 'args = ["stdio"]'
     )
-    env: dict[str, SecretValue] = _field(
+    env: dict[EnvName, SecretValue] = _field(
         {},
         "Environment of the server process (stdio only). Values may use `${VAR}`, read "
         "from the host environment when the source connects.",
@@ -226,7 +230,7 @@ class RawMcpSource(_Raw):
         "HTTP transport (url only): `streamable-http`, or `sse` for legacy SSE servers.",
         'transport = "sse"',
     )
-    headers: dict[str, SecretValue] = _field(
+    headers: dict[HeaderName, SecretValue] = _field(
         {},
         "HTTP headers sent with every request (url only). Values may use `${VAR}`.",
         'headers = { Authorization = "Bearer ${DEPLOY_TOKEN}" }',
