@@ -206,7 +206,10 @@ def _type(prop: dict[str, Any]) -> str:
         return f"array of {items.get('type', 'value')}s"
     if kind == "object":
         values = prop.get("additionalProperties")
-        if isinstance(values, dict) and values.get("type") == "string":
+        patterned = list(prop.get("patternProperties", {}).values())
+        if isinstance(values, dict):
+            patterned.append(values)
+        if patterned and all(v.get("type") == "string" for v in patterned):
             return "table of strings"
         return "table"
     if "$ref" in prop:
