@@ -8,6 +8,7 @@ contribution changed (``Catalog.with_source``).
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -21,8 +22,13 @@ from codemodekit.schema import (
     Validator,
     canonical_json,
     compile_validator,
-    normalize_schema,
     schema_hash,
+)
+from codemodekit.schema.normalize import (
+    PreparedSchema,
+    bound_text,
+    compact_json,
+    prepare_schema,
 )
 
 log = logging.getLogger("codemodekit.catalog")
@@ -88,11 +94,11 @@ class ToolDefinition:
 
     @property
     def input_schema_hash(self) -> str:
-        return schema_hash(dict(self.input_schema))
+        return schema_hash(thaw(self.input_schema))
 
     @property
     def output_schema_hash(self) -> str | None:
-        return None if self.output_schema is None else schema_hash(dict(self.output_schema))
+        return None if self.output_schema is None else schema_hash(thaw(self.output_schema))
 
     def fingerprint(self) -> dict[str, Any]:
         """Everything model-visible that identifies this tool's contract."""
@@ -123,6 +129,8 @@ class SourceContribution:
     tools: tuple[ToolDefinition, ...]
     validators: Mapping[str, tuple[Validator, Validator | None]]
     skipped: tuple[SkippedOperation, ...]
+    digests: tuple[str, ...] = ()
+    """One content digest per tool (same order as ``tools``): what the revision hashes."""
 
 
 def _freeze(value: Any) -> Any:
@@ -135,6 +143,8 @@ def _freeze(value: Any) -> Any:
 
 def thaw(value: Any) -> Any:
     """A plain, JSON-ready copy of a frozen schema or annotation mapping."""
+    if isinstance(value, FrozenJSON):
+        return value.plain()
     if isinstance(value, Mapping):
         return {k: thaw(v) for k, v in value.items()}
     if isinstance(value, tuple | list):
@@ -142,58 +152,183 @@ def thaw(value: Any) -> Any:
     return value
 
 
-def _definition(source: str, spec: ToolSpec) -> tuple[ToolDefinition, tuple[Validator, Validator | None] | None]:
-    quarantine: str | None = None
-    validators: tuple[Validator, Validator | None] | None = None
-    input_schema: Mapping[str, Any] = spec.input_schema
-    output_schema: Mapping[str, Any] | None = spec.output_schema
+def _json_or_empty(value: Any) -> str:
+    """JSON text of a mapping as declared; ``{}`` when it is not JSON data (quarantined)."""
+    if not isinstance(value, Mapping):
+        return "{}"
     try:
-        input_schema = normalize_schema(spec.input_schema, default_dialect=spec.default_dialect)
-        output_validator: Validator | None = None
-        if spec.output_schema is not None:
-            try:
-                output_schema = normalize_schema(
-                    spec.output_schema, default_dialect=spec.default_dialect
-                )
-                output_validator = compile_validator(output_schema)
-            except SchemaUnsupported as exc:
-                raise SchemaUnsupported(f"output schema: {exc.reason}") from None
-        validators = (compile_validator(input_schema), output_validator)
+        return compact_json(value if type(value) is dict else thaw(value))
+    except (TypeError, ValueError, RecursionError):
+        return "{}"
+
+
+def _tuple(items: list[Any]) -> tuple[Any, ...]:
+    return tuple([_tuple(v) if type(v) is list else v for v in items])
+
+
+def _freeze_member(obj: dict[str, Any]) -> Mapping[str, Any]:
+    for key, value in obj.items():
+        if type(value) is list:
+            obj[key] = _tuple(value)
+    return MappingProxyType(obj)
+
+
+class FrozenJSON(Mapping[str, Any]):
+    """A read-only JSON object kept as its text and decoded on first use.
+
+    A catalog of 10,000 tools then holds three strings per tool instead of ~150 container
+    objects, which keeps the build (and every later garbage collection) cheap. Decoded
+    values are mapping proxies and tuples, so nothing reachable from it can be mutated.
+    """
+
+    __slots__ = ("_text", "_value")
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._value: Mapping[str, Any] | None = None
+
+    @property
+    def text(self) -> str:
+        """Compact JSON, keys in declared order."""
+        return self._text
+
+    def _data(self) -> Mapping[str, Any]:
+        value = self._value
+        if value is None:  # a benign race: two threads decode the same text
+            value = self._value = json.loads(self._text, object_hook=_freeze_member)
+        return value
+
+    def plain(self) -> dict[str, Any]:
+        """A fresh, mutable plain-JSON copy."""
+        copy: dict[str, Any] = json.loads(self._text)
+        return copy
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data())
+
+    def __len__(self) -> int:
+        return len(self._data())
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data()
+
+    def __repr__(self) -> str:
+        return f"FrozenJSON({self._text if len(self._text) <= 200 else self._text[:199] + '…'})"
+
+
+def _prepare(
+    schema: Mapping[str, Any], dialect: str | None, *, require_object: bool, what: str
+) -> tuple[PreparedSchema | None, str | None]:
+    try:
+        return prepare_schema(schema, default_dialect=dialect, require_object=require_object), None
     except SchemaUnsupported as exc:
-        quarantine = exc.reason
-        validators = None
+        return None, what + exc.reason
+
+
+def _definition(
+    source: str, spec: ToolSpec
+) -> tuple[ToolDefinition, tuple[Validator, Validator | None] | None, str]:
+    """The normalized tool, its compiled validators (``None`` if quarantined), its digest."""
+    quarantine: str | None = None
+    input_validator: Validator | None = None
+    output_validator: Validator | None = None
+    prepared_in, quarantine = _prepare(
+        spec.input_schema, spec.default_dialect, require_object=True, what=""
+    )
+    if prepared_in is not None:
+        try:
+            input_validator = compile_validator(prepared_in)
+        except SchemaUnsupported as exc:
+            quarantine = exc.reason
+    prepared_out: PreparedSchema | None = None
+    if spec.output_schema is not None:
+        # MCP requires an object here too, but other sources (a Python function, an
+        # OpenAPI response) may legitimately return arrays or scalars.
+        prepared_out, problem = _prepare(
+            spec.output_schema, spec.default_dialect, require_object=False, what="output schema: "
+        )
+        if prepared_out is not None:
+            try:
+                output_validator = compile_validator(prepared_out)
+            except SchemaUnsupported as exc:
+                problem = "output schema: " + exc.reason
+        quarantine = quarantine or problem
+    input_text = prepared_in.text if prepared_in is not None else _json_or_empty(spec.input_schema)
+    output_text: str | None = None
+    if spec.output_schema is not None:
+        output_text = (
+            prepared_out.text if prepared_out is not None else _json_or_empty(spec.output_schema)
+        )
+    annotations_text = _json_or_empty(spec.annotations)
     definition = ToolDefinition(
         source=source,
         name=spec.name,
         description=spec.description,
-        input_schema=_freeze(input_schema if isinstance(input_schema, Mapping) else {}),
-        output_schema=None if output_schema is None else _freeze(output_schema),
-        annotations=_freeze(dict(spec.annotations)),
+        input_schema=FrozenJSON(input_text),
+        output_schema=None if output_text is None else FrozenJSON(output_text),
+        annotations=FrozenJSON(annotations_text),
         meta=_freeze(dict(spec.meta)),
         provenance=_freeze(dict(spec.provenance)),
         deprecated=spec.deprecated,
         quarantine=quarantine,
     )
-    return definition, validators
+    # Digest of the model-visible contract. Schemas enter as their JSON text (serialized
+    # once by normalization), in declared key order: property order shows in generated
+    # declarations, so it is part of the contract.
+    digest = hashlib.sha256()
+    for part in (
+        source,
+        spec.name,
+        spec.description,
+        input_text,
+        output_text or "",
+        annotations_text,
+        "deprecated" if spec.deprecated else "",
+        quarantine or "",
+    ):
+        data = part.encode()
+        digest.update(b"%d:" % len(data))  # length-prefixed: parts cannot run together
+        digest.update(data)
+    validators = None
+    if quarantine is None and input_validator is not None:
+        validators = (input_validator, output_validator)
+    return definition, validators, digest.hexdigest()
 
 
 def build_contribution(source: str, discovery: Discovery) -> SourceContribution:
-    """Normalize a source's discovery and compile every validator once."""
+    """Normalize a source's discovery and compile every validator once.
+
+    A tool whose schema is invalid or unenforceable is kept, quarantined with the reason;
+    its siblings are unaffected. Duplicate names: the last one listed wins.
+    """
     by_name: dict[str, ToolSpec] = {}
     duplicates = 0
     for spec in discovery.tools:
         if spec.name in by_name:
             duplicates += 1
             if duplicates <= _MAX_DUPLICATE_WARNINGS:
-                log.warning("source %r lists tool %r more than once; the last wins", source, spec.name)
+                log.warning(
+                    "source %r lists tool %r more than once; the last one wins",
+                    bound_text(source, 80),
+                    bound_text(spec.name, 80),
+                )
         by_name[spec.name] = spec
     if duplicates > _MAX_DUPLICATE_WARNINGS:
-        log.warning("source %r: %d more duplicate tool names", source, duplicates - _MAX_DUPLICATE_WARNINGS)
+        log.warning(
+            "source %r: %d more duplicate tool names (the last of each wins)",
+            bound_text(source, 80),
+            duplicates - _MAX_DUPLICATE_WARNINGS,
+        )
     tools: list[ToolDefinition] = []
+    digests: list[str] = []
     validators: dict[str, tuple[Validator, Validator | None]] = {}
     for name in sorted(by_name):
-        definition, compiled = _definition(source, by_name[name])
+        definition, compiled, digest = _definition(source, by_name[name])
         tools.append(definition)
+        digests.append(digest)
         if compiled is not None:
             validators[name] = compiled
     skipped = tuple(
@@ -202,15 +337,28 @@ def build_contribution(source: str, discovery: Discovery) -> SourceContribution:
             key=lambda s: (s.name, s.reason),
         )
     )
-    return SourceContribution(source, tuple(tools), MappingProxyType(validators), skipped)
+    return SourceContribution(
+        source, tuple(tools), MappingProxyType(validators), skipped, tuple(digests)
+    )
 
 
 class Catalog:
     """Frozen, sorted view of every source's tools. Build with ``Catalog.build``."""
 
-    __slots__ = ("_by_source", "_contributions", "_revision", "_sources", "_tools")
+    __slots__ = (
+        "_available",
+        "_by_source",
+        "_contributions",
+        "_quarantined",
+        "_revision",
+        "_skipped",
+        "_sources",
+        "_tools",
+    )
 
-    def __init__(self, contributions: Iterable[SourceContribution], sources: Iterable[str] = ()) -> None:
+    def __init__(
+        self, contributions: Iterable[SourceContribution], sources: Iterable[str] = ()
+    ) -> None:
         contribs = {c.source: c for c in contributions}
         self._contributions: Mapping[str, SourceContribution] = MappingProxyType(
             dict(sorted(contribs.items()))
@@ -226,18 +374,21 @@ class Catalog:
                 for s, c in self._contributions.items()
             }
         )
+        self._available = tuple(t for t in self._tools if t.available)
+        self._quarantined = tuple(t for t in self._tools if not t.available)
+        self._skipped = tuple(s for c in self._contributions.values() for s in c.skipped)
+        # Content-derived: sorted tools' digests, skipped operations and the source list.
         digest = hashlib.sha256()
-        for tool in self._tools:
-            digest.update(canonical_json(thaw(tool.fingerprint())).encode())
-            digest.update(b"\n")
-        for skipped in self.skipped:
+        for contribution in self._contributions.values():
+            for tool_digest in contribution.digests:
+                digest.update(tool_digest.encode() + b"\n")
+        for skipped in self._skipped:
             digest.update(canonical_json([skipped.source, skipped.name, skipped.reason]).encode())
+        digest.update(canonical_json(self._sources).encode())
         self._revision = digest.hexdigest()[:16]
 
     @classmethod
-    def build(
-        cls, discoveries: Mapping[str, Discovery], *, sources: Iterable[str] = ()
-    ) -> Catalog:
+    def build(cls, discoveries: Mapping[str, Discovery], *, sources: Iterable[str] = ()) -> Catalog:
         return cls(
             (build_contribution(name, d) for name, d in discoveries.items()), sources=sources
         )
@@ -259,15 +410,17 @@ class Catalog:
 
     @property
     def available_tools(self) -> tuple[ToolDefinition, ...]:
-        return tuple(t for t in self._tools if t.available)
+        return self._available
 
     @property
     def quarantined(self) -> tuple[ToolDefinition, ...]:
-        return tuple(t for t in self._tools if not t.available)
+        """Listed but not callable (``tool.quarantine`` says why), sorted by (source, name)."""
+        return self._quarantined
 
     @property
     def skipped(self) -> tuple[SkippedOperation, ...]:
-        return tuple(s for c in self._contributions.values() for s in c.skipped)
+        """Operations a source saw but does not expose, with the reason."""
+        return self._skipped
 
     @property
     def sources(self) -> tuple[str, ...]:
@@ -291,11 +444,15 @@ class Catalog:
         return len(self._tools)
 
     def __repr__(self) -> str:
-        return f"<Catalog revision={self._revision} sources={len(self._sources)} tools={len(self._tools)}>"
+        return (
+            f"<Catalog revision={self._revision} sources={len(self._sources)} "
+            f"tools={len(self._tools)}>"
+        )
 
 
 __all__ = [
     "Catalog",
+    "FrozenJSON",
     "SkippedOperation",
     "SkippedTool",
     "SourceContribution",

@@ -21,7 +21,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
@@ -127,17 +129,14 @@ def json_path(parts: Iterable[str | int]) -> str:
 
 
 class _Plain:
-    """Copy-on-need conversion to plain JSON (dict/list/str/int/float/bool/None).
+    """Conversion to plain JSON (dict/list/str/int/float/bool/None) with precise errors.
 
-    Returns the very same objects when the input is already plain, so the common case
-    costs one walk and no allocation. Also notes whether any reference keyword exists,
-    so reference checking can be skipped for the (usual) schemas without one.
+    Only used when the C encoder refused the input (a ``Mapping`` that is not a dict, a
+    non-string key, NaN, an arbitrary object): returns the same objects where nothing
+    had to change.
     """
 
-    __slots__ = ("has_refs",)
-
-    def __init__(self) -> None:
-        self.has_refs = False
+    __slots__ = ()
 
     def convert(self, value: Any, path: list[str | int]) -> Any:
         if isinstance(value, str | bool | int) or value is None:
@@ -154,8 +153,6 @@ class _Plain:
                     raise SchemaUnsupported(
                         f"{json_path(path)}: object key {key!r} is not a string"
                     )
-                if key in ("$ref", "$dynamicRef", "$recursiveRef"):
-                    self.has_refs = True
                 path.append(key)
                 new = self.convert(item, path)
                 path.pop()
@@ -239,7 +236,33 @@ def _pointer_target(document: Any, pointer: str) -> bool:
     return True
 
 
-def _check_refs(schema: dict[str, Any], dialect: str) -> None:
+# A `"$ref": "<string>"` member in compact JSON text (json.dumps escapes `"` and `\`).
+_REF_IN_TEXT = re.compile(r'"(\$ref|\$dynamicRef|\$recursiveRef)":"((?:[^"\\]|\\.)*)"')
+_IDENTIFIERS_IN_TEXT = ('"$id":', '"$anchor":', '"$dynamicAnchor":')
+
+
+def _refs_resolve_trivially(document: dict[str, Any], text: str, dialect: str) -> bool:
+    """True when every reference is a JSON pointer into this document without `$id`s.
+
+    The common shape (``#/$defs/X``) costs a regex scan instead of a tree walk; anything
+    else (identifiers, anchors, relative URIs, a pointer that misses) takes the precise
+    walk, which also gives the exact reason.
+    """
+    if any(marker in text for marker in _IDENTIFIERS_IN_TEXT):
+        return False
+    if dialect == DRAFT4 and '"id":' in text:
+        return False
+    for match in _REF_IN_TEXT.finditer(text):
+        raw = match.group(2)
+        ref = json.loads(f'"{raw}"') if "\\" in raw else raw
+        if not (ref == "#" or ref.startswith("#/")) or not _pointer_target(document, ref[1:]):
+            return False
+    return True
+
+
+def _check_refs(schema: dict[str, Any], dialect: str, text: str = "") -> None:
+    if text and _refs_resolve_trivially(schema, text, dialect):
+        return
     refs = _Refs(dialect)
     root_id = schema.get(refs.id_keyword)
     base = _DEFAULT_BASE
@@ -281,6 +304,77 @@ def _describes_object(schema: Mapping[str, Any], root: Mapping[str, Any]) -> boo
     return False
 
 
+@dataclass(frozen=True, slots=True)
+class PreparedSchema:
+    """A normalized schema and its compact JSON text (what hashes and validators read)."""
+
+    document: dict[str, Any]
+    """The normalized document. Nested values may be shared with the input: read it,
+    never mutate it (``json.loads(text)`` gives a private copy)."""
+    text: str
+    """``json.dumps`` of ``document``, key order kept, no whitespace."""
+    dialect: str
+
+
+# Cycles still fail (as RecursionError); skipping the id bookkeeping saves a quarter.
+_ENCODER = json.JSONEncoder(
+    separators=(",", ":"), ensure_ascii=False, allow_nan=False, check_circular=False
+)
+
+
+def compact_json(value: Any) -> str:
+    """Compact JSON, keys in their own order; ``TypeError``/``ValueError`` if not JSON."""
+    return _ENCODER.encode(value)
+
+
+def _dumps(value: Any) -> str:
+    return _ENCODER.encode(value)
+
+
+def prepare_schema(
+    schema: Mapping[str, Any] | bool,
+    *,
+    default_dialect: str | None = None,
+    require_object: bool = True,
+) -> PreparedSchema:
+    """``normalize_schema`` plus the document's JSON text, serialized exactly once."""
+    if isinstance(schema, bool) and not require_object:
+        schema = {} if schema else {"not": {}}
+    if not isinstance(schema, Mapping):
+        raise SchemaUnsupported(f"schema must be a JSON object, got {type(schema).__name__}")
+    explicit = schema.get("$schema")
+    if explicit is not None:
+        dialect = _canonical_dialect(explicit, "$schema")
+    else:
+        dialect = _canonical_dialect(default_dialect or DRAFT202012, "default dialect")
+    out: dict[str, Any] = {"$schema": dialect}
+    out.update((k, v) for k, v in schema.items() if k != "$schema")
+    document = out
+    try:
+        # The C encoder both checks that this is JSON data and serializes it; the slow,
+        # precise walk runs only to explain a failure or to convert Mapping/tuple inputs.
+        text = _dumps(out)
+    except (TypeError, ValueError, RecursionError):
+        try:
+            document = _Plain().convert(out, [])
+            text = _dumps(document)
+        except RecursionError:
+            raise SchemaUnsupported("schema nests too deeply") from None
+    if require_object and not _describes_object(document, document):
+        kind = document.get("type")
+        shown = "none" if kind is None else json.dumps(kind)
+        raise SchemaUnsupported(
+            'input schema root must have "type": "object" (tools take named arguments); '
+            f"got type {bound_text(shown, 60)}"
+        )
+    if '"$ref"' in text or '"$dynamicRef"' in text or '"$recursiveRef"' in text:
+        try:
+            _check_refs(document, dialect, text)
+        except RecursionError:
+            raise SchemaUnsupported("schema nests too deeply") from None
+    return PreparedSchema(document, text, dialect)
+
+
 def normalize_schema(
     schema: Mapping[str, Any] | bool,
     *,
@@ -291,33 +385,14 @@ def normalize_schema(
 
     ``require_object`` (the default, for tool input schemas) demands a root that
     describes an object; pass ``False`` for any other schema (boolean schemas then
-    become ``{}`` / ``{"not": {}}``). The input is never mutated; unchanged nested
-    values are shared with it, not copied.
+    become ``{}`` / ``{"not": {}}``). The result is a fresh plain-JSON document: the
+    input is never mutated and later changes to it do not reach the result.
     """
-    if isinstance(schema, bool) and not require_object:
-        schema = {} if schema else {"not": {}}
-    if not isinstance(schema, Mapping):
-        raise SchemaUnsupported(f"schema must be a JSON object, got {type(schema).__name__}")
-    plain = _Plain()
-    converted: dict[str, Any] = plain.convert(schema, [])
-    explicit = converted.get("$schema")
-    if explicit is not None:
-        dialect = _canonical_dialect(explicit, "$schema")
-    else:
-        dialect = _canonical_dialect(default_dialect or DRAFT202012, "default dialect")
-    out = converted if converted is not schema else dict(converted)
-    if out.get("$schema") != dialect:
-        out = {"$schema": dialect, **{k: v for k, v in out.items() if k != "$schema"}}
-    if require_object and not _describes_object(out, out):
-        kind = out.get("type")
-        shown = "none" if kind is None else json.dumps(kind)
-        raise SchemaUnsupported(
-            f'input schema root must have "type": "object" (tools take named arguments); '
-            f"got type {bound_text(shown, 60)}"
-        )
-    if plain.has_refs:
-        _check_refs(out, dialect)
-    return out
+    prepared = prepare_schema(
+        schema, default_dialect=default_dialect, require_object=require_object
+    )
+    fresh: dict[str, Any] = json.loads(prepared.text)
+    return fresh
 
 
 __all__ = [
@@ -327,11 +402,14 @@ __all__ = [
     "DRAFT201909",
     "DRAFT202012",
     "SUPPORTED_DIALECTS",
+    "PreparedSchema",
     "SchemaUnsupported",
     "bound_text",
     "canonical_json",
+    "compact_json",
     "dialect_of",
     "json_path",
     "normalize_schema",
+    "prepare_schema",
     "schema_hash",
 ]

@@ -23,6 +23,7 @@ import jsonschema_rs
 
 from codemodekit.schema.normalize import (
     DRAFT202012,
+    PreparedSchema,
     SchemaUnsupported,
     bound_text,
     dialect_of,
@@ -61,8 +62,37 @@ class _RefusingRetriever:
         raise LookupError(f"remote $ref {uri} is not fetched")
 
 
+MAX_DEPTH = 1000
+"""Deepest instance nesting accepted. ``jsonschema-rs`` recurses natively and would
+overflow the C stack (killing the process) on instances nested some 10,000 levels deep;
+JSON decoders stop near 1,000 anyway."""
+
+
+def _too_deep(instance: Any, limit: int = MAX_DEPTH) -> bool:
+    """True when ``instance`` nests deeper than ``limit`` containers (iterative, early exit)."""
+    kind = type(instance)
+    if kind is not dict and kind is not list and kind is not tuple:
+        return False
+    stack: list[tuple[Any, int]] = [(instance, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = value.values() if type(value) is dict else value
+        for child in children:
+            child_kind = type(child)
+            if child_kind is dict or child_kind is list or child_kind is tuple:
+                stack.append((child, depth + 1))
+    return False
+
+
 class Validator:
-    """A compiled validator for one normalized schema. Build with ``compile_validator``."""
+    """A compiled validator for one normalized schema. Build with ``compile_validator``.
+
+    Instances are JSON data (what ``json.loads`` returns; tuples count as arrays). A value
+    that is not JSON data (a set, bytes, NaN, a non-string key) or nests deeper than
+    ``MAX_DEPTH`` is invalid, never an exception.
+    """
 
     __slots__ = ("_impl", "dialect")
 
@@ -71,34 +101,38 @@ class Validator:
         self.dialect = dialect
 
     def is_valid(self, instance: Any) -> bool:
+        if _too_deep(instance):
+            return False
         try:
             return bool(self._impl.is_valid(instance))
         except (ValueError, TypeError, OverflowError):
-            return False  # not JSON data (e.g. a set, NaN, a huge int)
+            return False
 
     def issues(self, instance: Any, *, limit: int = MAX_ISSUES) -> tuple[ValidationIssue, ...]:
         """At most ``limit`` issues, each with a JSON path and a bounded message."""
+        if _too_deep(instance):
+            return (ValidationIssue("$", f"value nests deeper than {MAX_DEPTH} levels", "depth"),)
         found: list[ValidationIssue] = []
         try:
             for error in self._impl.iter_errors(instance):
                 found.append(
                     ValidationIssue(
                         path=json_path(error.instance_path),
-                        message=bound_text(str(error.message).replace("\n", " "), MAX_MESSAGE),
+                        message=bound_text(" ".join(str(error.message).split()), MAX_MESSAGE),
                         keyword=_keyword(error),
                     )
                 )
-                if len(found) >= limit:
+                if len(found) >= max(1, limit):
                     break
         except (ValueError, TypeError, OverflowError) as exc:
-            if isinstance(exc, jsonschema_rs.ValidationError):
-                raise
+            # Raised while converting the instance: it is not JSON data.
             found.append(ValidationIssue("$", bound_text(f"not JSON data: {exc}"), "type"))
         return tuple(found)
 
     def first_error(self, instance: Any) -> ValidationIssue | None:
+        """The first issue, or ``None`` when valid (valid input builds no error objects)."""
         if self.is_valid(instance):
-            return None  # the fast path: no error objects built for valid input
+            return None
         issues = self.issues(instance, limit=1)
         return issues[0] if issues else ValidationIssue("$", "invalid", "")
 
@@ -123,15 +157,28 @@ def _reference_reason(schema: Mapping[str, Any]) -> str | None:
     return f"invalid schema at {json_path(error.absolute_path)}: {error.message}"
 
 
-def compile_validator(schema: Mapping[str, Any]) -> Validator:
-    """Compile a normalized schema once; ``SchemaUnsupported`` if it cannot be enforced."""
-    document = schema if isinstance(schema, dict) else dict(schema)
+def compile_validator(schema: Mapping[str, Any] | PreparedSchema) -> Validator:
+    """Compile a normalized schema once; ``SchemaUnsupported`` if it cannot be enforced.
+
+    Pass the ``PreparedSchema`` when you have it: its JSON text is handed to the Rust
+    side directly instead of converting the Python objects again.
+    """
+    if isinstance(schema, PreparedSchema):
+        document: Mapping[str, Any] = schema.document
+        source: dict[str, Any] | str = schema.text
+        dialect = schema.dialect
+    else:
+        document = schema
+        source = schema if isinstance(schema, dict) else dict(schema)
+        dialect = dialect_of(schema) if "$schema" in schema else DRAFT202012
     retriever = _RefusingRetriever()
     try:
-        impl = jsonschema_rs.validator_for(document, retriever=retriever)
+        impl = jsonschema_rs.validator_for(source, retriever=retriever)
     except jsonschema_rs.ValidationError as exc:
         if retriever.asked:
             raise SchemaUnsupported(f"remote $ref {retriever.asked[0]} is not fetched") from None
+        if type(exc.kind).__name__ == "Referencing":
+            raise SchemaUnsupported(f"$ref does not resolve: {exc.message}") from None
         first_line = str(exc).split("\n", 1)[0]
         reason = None
         try:
@@ -141,10 +188,11 @@ def compile_validator(schema: Mapping[str, Any]) -> Validator:
         raise SchemaUnsupported(reason or f"invalid schema: {first_line}") from None
     except (ValueError, TypeError, OverflowError) as exc:
         raise SchemaUnsupported(f"invalid schema: {exc}") from None
-    return Validator(impl, dialect_of(document) if "$schema" in document else DRAFT202012)
+    return Validator(impl, dialect)
 
 
 __all__ = [
+    "MAX_DEPTH",
     "MAX_ISSUES",
     "MAX_MESSAGE",
     "ValidationIssue",
