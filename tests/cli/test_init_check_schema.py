@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -184,3 +186,18 @@ async def test_starter_script_runs_against_the_starter_spec(tmp_path: Path) -> N
         result = await cm.run((tmp_path / "hello.ts").read_text(encoding="utf-8"))
     assert result.ok, result.diagnostic
     assert result.value["cheapest"] == "Stoneware mug"
+
+
+def test_console_entry_point_prints_the_pinned_error_without_traceback() -> None:
+    case = ROOT / "tests" / "golden" / "bad_spec_limit_misspelt"
+    done = subprocess.run(
+        [sys.executable, "-m", "codemodekit", "check"],
+        cwd=case / "input",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr == (case / "expected" / "stderr.txt").read_text(encoding="utf-8")

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 from pydantic_core import ErrorDetails
 
-from codemodekit.spec.errors import SourceText, SpecIssue, is_secret_path
+from codemodekit.spec.errors import SourceText, SpecIssue, format_key, is_secret_path
 from codemodekit.spec.positions import KeyPath
 from codemodekit.spec.raw import SOURCE_MODELS, TOML_EXAMPLE, RawSpec
 
@@ -57,7 +57,12 @@ def describe_error(error: ErrorDetails, source: SourceText) -> SpecIssue:
     if kind == "bool_type":
         return source.issue(loc, f"expected true or false, got {toml_type(value)}")
     if kind == "list_type":
-        return source.issue(loc, f"expected {_array_of(loc, tag)}, got {toml_type(value)}")
+        expected = _array_of(loc, tag)
+        hint = ""
+        if isinstance(value, dict) and expected == "an array of inline tables":
+            header = format_key(loc)
+            hint = f"; write one `[[{header}]]` table per item, or `{loc[-1]} = [{{ ... }}]`"
+        return source.issue(loc, f"expected {expected}, got {toml_type(value)}{hint}")
     if kind in ("dict_type", "model_type", "model_attributes_type"):
         return source.issue(loc, f"expected a table, got {toml_type(value)}")
     if kind == "literal_error":

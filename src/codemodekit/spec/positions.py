@@ -209,14 +209,15 @@ class _Scanner:
     def value(self, path: KeyPath) -> None:
         start = self.i
         char = self.peek()
+        # Containers span to their closing bracket (the caret is cut at the line's end).
         if char == "{":
             self.i += 1
-            self.out.values[path] = self.span(start, self.i)
             self.inline_table(path)
+            self.out.values[path] = self.span(start, self.i)
         elif char == "[":
             self.i += 1
-            self.out.values[path] = self.span(start, self.i)
             self.array(path)
+            self.out.values[path] = self.span(start, self.i)
         elif char in ('"', "'"):
             self.skip_string()
             span = self.span(start, self.i)
