@@ -1,0 +1,400 @@
+"""One QuickJS context for one run: synchronous, driven slice by slice by ``QuickJsSandbox``.
+
+Every entry into JavaScript goes through the prelude's port (a function handle that is never
+stored on ``globalThis``) or ``execute_pending_job``, each under the remaining compute
+budget. Values cross as JSON strings only. The engine never calls the host: it returns the
+queued tool calls and takes their results in the next slice.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import quickjs
+
+from codemodekit.errors import Diagnostic, ErrorCode, Location, new_correlation_id
+from codemodekit.limits import Limits
+from codemodekit.sandbox.base import LogEntry
+
+MESSAGE_CHARS = 2000
+"""Longest message of a sandbox diagnostic (the user's error text is cut beyond this)."""
+HOST_BUDGET_S = 0.25
+"""Compute allowed for host-side bookkeeping after the user's budget ran out (log read-out)."""
+HEADROOM_BYTES = 4 * 1024 * 1024
+"""Extra heap granted after an out-of-memory failure, only to read the logs out."""
+
+log = logging.getLogger("codemodekit.sandbox")
+
+_FRAME = re.compile(r"^\s*at (?:(?P<name>.*?) \()?<input>:(?P<line>\d+):(?P<column>\d+)\)?\s*$")
+_LEVELS = frozenset({"log", "info", "warn", "error", "debug", "truncated"})
+
+
+@cache
+def prelude_source(name: str = "prelude") -> str:
+    """``prelude.js`` (the core) or one of its lazily compiled modules."""
+    return resources.files("codemodekit.sandbox").joinpath(f"{name}.js").read_text("utf-8")
+
+
+class EngineFault(Exception):
+    """A run-ending failure found while JavaScript ran (limit hit, engine refusal)."""
+
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    call_id: int
+    source: str
+    tool: str
+    arguments: Any
+
+
+@dataclass(slots=True)
+class Step:
+    """What one slice produced: new tool calls, or the end of the run."""
+
+    calls: list[ToolCall] = field(default_factory=list)
+    done: bool = False
+    ok: bool = False
+    value: Any = None
+    diagnostic: Diagnostic | None = None
+    tool_call_id: int | None = None
+    """Set when the run ended on an uncaught host rejection of this call."""
+    logs: tuple[LogEntry, ...] = ()
+    compute_ms: float = 0.0
+
+
+def _well_formed(value: Any) -> Any:
+    """Replace lone surrogates (JSON allows ``\\ud800``; UTF-8 does not)."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, list):
+        return [_well_formed(v) for v in value]
+    if isinstance(value, dict):
+        return {_well_formed(k): _well_formed(v) for k, v in value.items()}
+    return value
+
+
+def _loads(text: str) -> Any:
+    value = json.loads(text)
+    if "\\ud" in text or "\\uD" in text:
+        value = _well_formed(value)
+    return value
+
+
+def _bounded(message: str) -> str:
+    message = message.strip()
+    if len(message) > MESSAGE_CHARS:
+        message = message[: MESSAGE_CHARS - 1] + "…"
+    return message
+
+
+class Engine:
+    """A fresh context with the prelude installed; disposed by ``close``."""
+
+    def __init__(self, limits: Limits, *, stack_cap: int) -> None:
+        self.limits = limits
+        self.lock = threading.Lock()
+        self.close_requested = False
+        self._budget = limits.compute_time_ms / 1000
+        self._used = 0.0
+        self._line_offset = 0
+        self._user_lines = 0
+        self._ctx: Any = quickjs.Context()
+        self._ctx.set_memory_limit(limits.memory_bytes)
+        self._ctx.set_max_stack_size(min(limits.stack_bytes, stack_cap))
+        self._port: Any = None
+        try:
+            self._port = self._enter(self._ctx.eval, prelude_source())
+            settings = json.dumps({"logEntries": limits.log_entries, "logBytes": limits.log_bytes})
+            self._enter(
+                self._port,
+                "init",
+                settings,
+                prelude_source("prelude_console"),
+                prelude_source("prelude_calls"),
+                prelude_source("prelude_failure"),
+            )
+        except BaseException:
+            self.close()
+            raise
+
+    # -- lifecycle ------------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        return self._ctx is None
+
+    def close(self) -> None:
+        """Drop every handle so the runtime is freed now (refcounting, not the GC)."""
+        self._port = None
+        self._ctx = None
+
+    # -- entering JavaScript --------------------------------------------------------------
+    def _enter(self, fn: Any, *args: Any) -> Any:
+        remaining = self._budget - self._used
+        if remaining <= 0:
+            raise EngineFault(self._compute_limit())
+        self._ctx.set_time_limit(remaining)
+        started = time.perf_counter()
+        try:
+            return fn(*args)
+        except quickjs.JSException as exc:
+            raise EngineFault(self._classify(exc)) from None
+        finally:
+            self._used += time.perf_counter() - started
+
+    def _call(self, command: str, argument: Any = None) -> str:
+        result = self._enter(self._port, command, argument)
+        if not isinstance(result, str):
+            raise EngineFault(self._internal("the sandbox port returned a non-string"))
+        return result
+
+    def _pump(self) -> None:
+        execute = self._ctx.execute_pending_job
+        while self._enter(execute):
+            pass
+
+    # -- slices ---------------------------------------------------------------------------
+    def start(self, javascript: str, *, line_offset: int, user_lines: int) -> Step:
+        self._line_offset = line_offset
+        self._user_lines = user_lines
+        try:
+            started = _loads(self._call("start", javascript))
+            if started.get("k") == "syntax":
+                return self._finish_with(self._syntax_error(started))
+            if started.get("k") != "started":
+                raise EngineFault(self._internal("the program could not be started"))
+            return self._advance()
+        except EngineFault as fault:
+            return self._finish_with(fault.diagnostic)
+
+    def settle(self, batch_json: str) -> Step:
+        try:
+            self._call("settle", batch_json)
+            return self._advance()
+        except EngineFault as fault:
+            return self._finish_with(fault.diagnostic)
+
+    def abandon(self, diagnostic: Diagnostic) -> Step:
+        """End the run from the host side (a promise that can never settle)."""
+        return self._finish_with(diagnostic)
+
+    def _advance(self) -> Step:
+        self._pump()
+        packet = _loads(self._call("drain"))
+        calls = [
+            ToolCall(int(c[0]), str(c[1]), str(c[2]), c[3])
+            for c in packet["c"]
+            if isinstance(c, list) and len(c) == 4
+        ]
+        if packet["s"] != 0:
+            # The run is over; calls queued in its last slice are never dispatched.
+            return self._finish()
+        return Step(calls=calls)
+
+    # -- the end of a run -----------------------------------------------------------------
+    def _finish(self) -> Step:
+        try:
+            raw = self._call("result", self.limits.final_result_bytes)
+        except EngineFault as fault:
+            return self._finish_with(fault.diagnostic)
+        step = Step(done=True)
+        if raw.startswith("J"):
+            # The returned value's JSON text, made by JSON.stringify inside the sandbox.
+            size = len(raw.encode("utf-8", "surrogatepass")) - 1
+            if size > self.limits.final_result_bytes:
+                step.diagnostic = self._too_large(f"{size} bytes")
+            else:
+                step.ok = True
+                step.value = _loads(raw[1:])
+            return self._with_logs(step)
+        report = _loads(raw)
+        kind = report.get("k")
+        if kind == "undefined":
+            step.ok = True
+        elif kind == "toolarge":
+            step.diagnostic = self._too_large(f"at least {report['units']} bytes")
+        elif kind == "unserializable":
+            step.diagnostic = Diagnostic(
+                ErrorCode.RESULT_NOT_SERIALIZABLE,
+                _bounded(f"the returned value is not JSON-serializable: {report.get('why', '')}"),
+            )
+        elif kind == "tool":
+            step.diagnostic = self._tool_failure(report)
+            if report.get("id"):
+                step.tool_call_id = int(report["id"])
+        elif kind in ("error", "value"):
+            step.diagnostic = self._uncaught(report)
+        elif self._heap_full():
+            # Describing the failure itself ran out of memory.
+            step.diagnostic = self._memory_limit()
+        else:
+            step.diagnostic = self._internal(f"the sandbox reported {kind!r}")
+        return self._with_logs(step)
+
+    def _finish_with(self, diagnostic: Diagnostic) -> Step:
+        return self._with_logs(Step(done=True, diagnostic=diagnostic))
+
+    def _with_logs(self, step: Step) -> Step:
+        step.compute_ms = min(self._used, self._budget) * 1000
+        step.logs = self._read_logs()
+        self.close()
+        return step
+
+    def _read_logs(self) -> tuple[LogEntry, ...]:
+        if self._ctx is None or self._port is None:
+            return ()
+        # The logs were bounded as they were written; reading them out is the host's work,
+        # so it gets its own small budget and some heap headroom after an out-of-memory.
+        self._ctx.set_memory_limit(self.limits.memory_bytes + HEADROOM_BYTES)
+        self._budget = self._used + HOST_BUDGET_S
+        try:
+            raw = _loads(self._call("logs"))
+        except (EngineFault, ValueError):
+            return (LogEntry("truncated", "… the logs could not be read after the failure …"),)
+        entries = []
+        for item in raw if isinstance(raw, list) else ():
+            if (
+                isinstance(item, list)
+                and len(item) == 2
+                and item[0] in _LEVELS
+                and isinstance(item[1], str)
+            ):
+                entries.append(LogEntry(item[0], item[1]))
+        return tuple(entries[: self.limits.log_entries])
+
+    # -- diagnostics ----------------------------------------------------------------------
+    def _location(self, stack: str) -> Location | None:
+        for line in stack.splitlines():
+            match = _FRAME.match(line)
+            if match is None:
+                continue
+            if (match.group("name") or "").startswith("codemode$"):
+                continue
+            user_line = int(match.group("line")) - self._line_offset
+            if 1 <= user_line <= self._user_lines:
+                return Location(user_line, int(match.group("column")))
+        return None
+
+    def _compute_limit(self) -> Diagnostic:
+        return Diagnostic(
+            ErrorCode.COMPUTE_LIMIT,
+            f"the code ran for more than {self.limits.compute_time_ms} ms of compute time "
+            "(compute_time_ms); time spent awaiting tools is not counted",
+        )
+
+    def _memory_limit(self) -> Diagnostic:
+        return Diagnostic(
+            ErrorCode.MEMORY_LIMIT,
+            f"the code used more than {self.limits.memory_bytes} bytes of memory (memory_bytes)",
+        )
+
+    def _too_large(self, size: str) -> Diagnostic:
+        return Diagnostic(
+            ErrorCode.RESULT_TOO_LARGE,
+            f"the returned value is {size} as JSON; the limit is "
+            f"{self.limits.final_result_bytes} bytes (final_result_bytes). Return a smaller "
+            "summary instead",
+        )
+
+    def _internal(self, why: str) -> Diagnostic:
+        correlation_id = new_correlation_id()
+        log.error("sandbox failure (correlation %s): %s", correlation_id, why)
+        return Diagnostic(
+            ErrorCode.INTERNAL_ERROR,
+            f"the sandbox failed unexpectedly (correlation id {correlation_id})",
+            correlation_id=correlation_id,
+        )
+
+    def _classify(self, exc: quickjs.JSException) -> Diagnostic:
+        text = str(exc)
+        first, _, stack = text.partition("\n")
+        if "interrupted" in first and first.startswith("InternalError"):
+            return self._compute_limit()
+        if isinstance(exc, quickjs.StackOverflow):
+            return Diagnostic(
+                ErrorCode.UNCAUGHT_EXCEPTION,
+                _bounded(first) + " (stack_bytes)",
+                location=self._location(stack),
+            )
+        if "out of memory" in first or first in ("null", "") or "Failed obtaining" in first:
+            # After an out-of-memory the engine may not even manage to build the message.
+            return self._memory_limit()
+        return Diagnostic(
+            ErrorCode.UNCAUGHT_EXCEPTION, _bounded(first), location=self._location(stack)
+        )
+
+    def _syntax_error(self, report: dict[str, Any]) -> Diagnostic:
+        location = None
+        match = re.search(r"<input>:(\d+):(\d+)", report.get("stack") or "")
+        if match and self._user_lines > 0:
+            line = int(match.group(1)) - self._line_offset
+            # Errors found at the wrapper's closing line belong to the end of the user's code.
+            line = max(1, min(line, self._user_lines))
+            location = Location(line, int(match.group(2)))
+        return Diagnostic(
+            ErrorCode.COMPILE_ERROR,
+            _bounded("SyntaxError: " + str(report.get("message", ""))),
+            location=location,
+        )
+
+    def _heap_full(self) -> bool:
+        """Whether the heap is (nearly) at its limit: an out-of-memory may hide behind a
+        ``null`` exception, since the engine cannot always allocate the error object."""
+        try:
+            usage = self._ctx.memory()
+        except Exception:  # pragma: no cover - the binding does not raise here
+            return False
+        return bool(usage.get("malloc_size", 0) >= 0.9 * self.limits.memory_bytes)
+
+    def _uncaught(self, report: dict[str, Any]) -> Diagnostic:
+        if report["k"] == "value":
+            if report.get("text") == "null":
+                # When the heap is exhausted by many small allocations QuickJS cannot even
+                # allocate its InternalError and throws null instead.
+                return Diagnostic(
+                    ErrorCode.MEMORY_LIMIT,
+                    self._memory_limit().message
+                    + " (the engine reported an uncaught null; if the code threw null itself, "
+                    "throw an Error instead)",
+                )
+            message = "Uncaught " + str(report.get("text", ""))
+            return Diagnostic(ErrorCode.UNCAUGHT_EXCEPTION, _bounded(message))
+        name = str(report.get("name") or "")
+        message = str(report.get("message") or "")
+        if first_line_is_oom(name, message):
+            return self._memory_limit()
+        text = f"{name}: {message}" if name and message else (name or message or "Error")
+        return Diagnostic(
+            ErrorCode.UNCAUGHT_EXCEPTION,
+            _bounded(text),
+            location=self._location(str(report.get("stack") or "")),
+        )
+
+    def _tool_failure(self, report: dict[str, Any]) -> Diagnostic:
+        try:
+            error_code = ErrorCode(str(report.get("code")))
+        except ValueError:
+            error_code = ErrorCode.TOOL_ERROR
+        return Diagnostic(
+            error_code,
+            _bounded(str(report.get("message", ""))),
+            location=self._location(str(report.get("site") or "")),
+            tool=report.get("tool"),
+            source=report.get("source"),
+        )
+
+
+def first_line_is_oom(name: str, message: str) -> bool:
+    """An uncaught engine out-of-memory error: the heap limit, not a user error."""
+    return name == "InternalError" and message == "out of memory"

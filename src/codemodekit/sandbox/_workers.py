@@ -1,0 +1,112 @@
+"""Worker threads that run JavaScript slices off the event loop.
+
+QuickJS releases the GIL while JavaScript runs, so a slice on a worker thread leaves the
+asyncio loop free for other runs and for tool calls. The binding re-reads the stack top on
+every entry (``JS_UpdateStackTop``), so successive slices of one context may run on
+different workers; a context is never entered by two threads at once (the engine's lock).
+Workers get an explicit, large stack so QuickJS's own stack limit always fires first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+WORKER_STACK_BYTES = 16 * 1024 * 1024
+"""Native stack of each worker thread (reserved address space, committed on use)."""
+STACK_MARGIN_BYTES = 1024 * 1024
+"""Kept free below QuickJS's stack limit for the binding and the C library."""
+
+_Job = tuple[Callable[[], Any], Future[Any]]
+
+
+class JsWorkers:
+    """A fixed set of daemon threads taking slices from one queue."""
+
+    def __init__(self, count: int | None = None, *, name: str = "codemode-js") -> None:
+        self.count = count if count is not None else min(8, (os.cpu_count() or 1) + 2)
+        if self.count < 1:
+            raise ValueError("JsWorkers needs at least one thread")
+        self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._name = name
+        self._started = False
+        self._lock = threading.Lock()
+
+    @property
+    def stack_limit(self) -> int:
+        """The largest QuickJS stack limit that is safe on these threads."""
+        return WORKER_STACK_BYTES - STACK_MARGIN_BYTES
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._started:
+                return
+            # threading.stack_size is process-wide: set it only around our own spawns.
+            previous = threading.stack_size()
+            try:
+                threading.stack_size(WORKER_STACK_BYTES)
+                for i in range(self.count):
+                    thread = threading.Thread(
+                        target=self._loop, name=f"{self._name}-{i}", daemon=True
+                    )
+                    thread.start()
+                    self._threads.append(thread)
+            finally:
+                threading.stack_size(previous)
+            self._started = True
+
+    def _loop(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                return
+            fn, future = job
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                result = fn()
+            except BaseException as exc:  # delivered to the awaiting coroutine
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
+
+    def submit(self, fn: Callable[[], T]) -> Future[T]:
+        if not self._started:
+            self._start()
+        future: Future[T] = Future()
+        self._queue.put((fn, future))
+        return future
+
+    async def run(self, fn: Callable[[], T]) -> T:
+        return await asyncio.wrap_future(self.submit(fn))
+
+    def shutdown(self) -> None:
+        """Stop the threads after the queued slices (used by tests and benchmarks)."""
+        with self._lock:
+            for _ in self._threads:
+                self._queue.put(None)
+            for thread in self._threads:
+                thread.join()
+            self._threads.clear()
+            self._started = False
+
+
+_default: JsWorkers | None = None
+_default_lock = threading.Lock()
+
+
+def default_workers() -> JsWorkers:
+    """The process-wide pool shared by every ``QuickJsSandbox`` that does not bring one."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = JsWorkers()
+        return _default

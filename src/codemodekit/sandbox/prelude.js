@@ -1,0 +1,300 @@
+// CodeModeKit sandbox prelude, core part (QuickJS adapter).
+//
+// Evaluated in every fresh context before any user code. Its completion value is the host
+// port: a function the host keeps as a handle and calls directly; it is never stored on
+// globalThis, so user code cannot reach it. Everything the prelude needs is captured here,
+// before user code runs. No host callable exists in the context: tool calls and console
+// lines are queued in JavaScript and the host drains them between slices.
+//
+// QuickJS compiles about 25 bytes of code per microsecond, and this file is compiled for
+// every run. So it stays small: the console, the tool-call machinery and the failure
+// report live in prelude_*.js, handed over by the host as strings at init and compiled
+// (with the eval captured here) only when a run first needs them.
+(() => {
+  "use strict";
+  const G = globalThis;
+  const O = Object;
+  const create = O.create;
+  const defineProperty = O.defineProperty;
+  const getOwnPropertyDescriptor = O.getOwnPropertyDescriptor;
+  const getOwnPropertyNames = O.getOwnPropertyNames;
+  const getPrototypeOf = O.getPrototypeOf;
+  const freeze = O.freeze;
+  const apply = Reflect.apply;
+  const stringify = JSON.stringify;
+  const NativePromise = Promise;
+  const promiseThen = Promise.prototype.then;
+  const NativeError = Error;
+  const NativeSyntaxError = SyntaxError;
+  const errorToString = Error.prototype.toString;
+  const indirectEval = eval; // private: starts the program and compiles the lazy modules
+  const nativeQueueMicrotask = queueMicrotask;
+  const ProxyCtor = Proxy;
+
+  const record = () => create(null);
+  const lock = (obj, key, value) =>
+    defineProperty(obj, key, { value, writable: false, enumerable: false, configurable: false });
+  const named = (name, fn) => {
+    defineProperty(fn, "name", { value: name, configurable: false });
+    return freeze(fn);
+  };
+
+  let state = 0; // of the program's promise: 0 pending, 1 fulfilled, 2 rejected
+  let outcome;
+
+  // What the lazy modules may use: captured intrinsics only, never a global lookup.
+  const api = record();
+  api.apply = apply;
+  api.stringify = stringify;
+  api.parse = JSON.parse;
+  api.create = create;
+  api.record = record;
+  api.lock = lock;
+  api.named = named;
+  api.freeze = freeze;
+  api.defineProperty = defineProperty;
+  api.getOwnPropertyDescriptor = getOwnPropertyDescriptor;
+  api.setPrototypeOf = O.setPrototypeOf;
+  api.Promise = NativePromise;
+  api.promiseReject = Promise.reject;
+  api.Error = NativeError;
+  api.errorToString = errorToString;
+  api.String = String;
+  api.toWellFormed = String.prototype.toWellFormed;
+  api.charCodeAt = String.prototype.charCodeAt;
+  api.slice = String.prototype.slice;
+  api.indexOf = String.prototype.indexOf;
+  api.symbolToString = Symbol.prototype.toString;
+  api.bigintToString = BigInt.prototype.toString;
+  api.WeakMap = WeakMap;
+  api.weakMapGet = WeakMap.prototype.get;
+  api.weakMapSet = WeakMap.prototype.set;
+  api.WeakSet = WeakSet;
+  api.weakSetHas = WeakSet.prototype.has;
+  api.weakSetAdd = WeakSet.prototype.add;
+  api.toolInfo = () => undefined; // replaced by the calls module
+  api.logEntries = 100;
+  api.logBytes = 65536;
+
+  const sources = record();
+  const modules = record();
+  const load = (name) => {
+    let m = modules[name];
+    if (m === undefined) {
+      m = apply(indirectEval(sources[name]), undefined, [api]);
+      modules[name] = m;
+    }
+    return m;
+  };
+  api.load = load;
+
+  // ---- console: five locked methods, bounded storage in the console module --------
+  const consoleObject = create(O.prototype);
+  const levels = ["log", "info", "warn", "error", "debug"];
+  for (let i = 0; i < 5; i++) {
+    const level = levels[i];
+    lock(
+      consoleObject,
+      level,
+      named("codemode$" + level, function () {
+        load("console").write(level, arguments);
+      }),
+    );
+  }
+  freeze(consoleObject);
+
+  // ---- tools: lazy namespaces; calls are queued by the calls module -----------------
+  // `await tools.x` reads `then`; printing or serializing must neither hang nor call.
+  const reserved = record();
+  reserved.then = reserved.toJSON = reserved.valueOf = reserved.constructor = true;
+  const proxy = (lookup, text) => {
+    const handler = record();
+    const toString = named("toString", () => text);
+    handler.get = (_target, key) => {
+      if (typeof key !== "string") return undefined;
+      if (key === "toString") return toString;
+      return reserved[key] ? undefined : lookup(key);
+    };
+    // A frozen, empty target: every write, define, delete or prototype change fails.
+    return new ProxyCtor(freeze(record()), handler);
+  };
+  const namespaces = record();
+  const tools = proxy((ns) => {
+    let found = namespaces[ns];
+    if (found === undefined) {
+      const fns = record();
+      found = proxy((name) => {
+        let fn = fns[name];
+        if (fn === undefined) {
+          fn = named("codemode$tool", (args) => load("calls").call(ns, name, args));
+          fns[name] = fn;
+        }
+        return fn;
+      }, "[tools." + ns + "]");
+      namespaces[ns] = found;
+    }
+    return found;
+  }, "[tools]");
+
+  // ---- lockdown ---------------------------------------------------------------------
+  // No code generation: the four function constructors become throwers on every path.
+  const noCodegen = named("codemode$disabled", function () {
+    throw new EvalError("code generation (eval, Function) is not available in the sandbox");
+  });
+  const fnProtos = [
+    Function.prototype,
+    getPrototypeOf(async function () {}),
+    getPrototypeOf(function* () {}),
+    getPrototypeOf(async function* () {}),
+  ];
+  for (let i = 0; i < 4; i++) lock(fnProtos[i], "constructor", noCodegen);
+
+  // Only portable intrinsics stay on the global object (allowlist version 1).
+  const allowed = record();
+  const allowList = [
+    "Object", "Array", "Number", "Boolean", "String", "Symbol", "BigInt", "Math", "JSON",
+    "Date", "RegExp", "Promise", "Proxy", "Reflect", "Map", "Set", "WeakMap", "WeakSet",
+    "Iterator", "ArrayBuffer", "DataView", "Int8Array", "Uint8Array", "Uint8ClampedArray",
+    "Int16Array", "Uint16Array", "Int32Array", "Uint32Array", "Float16Array", "Float32Array",
+    "Float64Array", "BigInt64Array", "BigUint64Array", "Error", "AggregateError",
+    "EvalError", "RangeError", "ReferenceError", "SyntaxError", "TypeError", "URIError",
+    "InternalError", "SuppressedError", "DisposableStack", "AsyncDisposableStack",
+    "globalThis", "NaN", "Infinity", "undefined", "isFinite", "isNaN", "parseFloat",
+    "parseInt", "decodeURI", "decodeURIComponent", "encodeURI", "encodeURIComponent",
+    "escape", "unescape", "atob", "btoa", "queueMicrotask",
+  ];
+  for (let i = 0; i < allowList.length; i++) allowed[allowList[i]] = true;
+  const globals = getOwnPropertyNames(G);
+  for (let i = 0; i < globals.length; i++) {
+    if (!allowed[globals[i]]) delete G[globals[i]];
+  }
+
+  // The host turns an uncatchable error (time limit, out of memory, stack overflow) into
+  // a string outside any time limit. Pin everything that conversion reads on the error
+  // types it can meet, so no user code can run there.
+  const stackAccessor = getOwnPropertyDescriptor(NativeError.prototype, "stack");
+  lock(NativeError, "prepareStackTrace", undefined);
+  lock(NativeError, "stackTraceLimit", NativeError.stackTraceLimit);
+  const pinned = [InternalError.prototype, RangeError.prototype];
+  for (let i = 0; i < 2; i++) {
+    const p = pinned[i];
+    lock(p, Symbol.toPrimitive, undefined);
+    lock(p, "toString", errorToString);
+    lock(p, "name", p.name);
+    lock(p, "message", "");
+    if (stackAccessor) {
+      defineProperty(p, "stack", {
+        get: stackAccessor.get,
+        set: stackAccessor.set,
+        enumerable: false,
+        configurable: false,
+      });
+    }
+    freeze(p);
+  }
+
+  // A throwing microtask would reach the host as a raw exception; here it ends the run
+  // as an uncaught exception instead, like an unhandled error in other runtimes.
+  const fail = (e) => {
+    if (state === 0) {
+      state = 2;
+      outcome = e;
+    }
+  };
+  defineProperty(G, "queueMicrotask", {
+    value: named("queueMicrotask", function (callback) {
+      if (typeof callback !== "function") {
+        throw new TypeError("queueMicrotask: the argument must be a function");
+      }
+      apply(nativeQueueMicrotask, undefined, [
+        () => {
+          try {
+            apply(callback, undefined, []);
+          } catch (e) {
+            fail(e);
+          }
+        },
+      ]);
+    }),
+    writable: true,
+    enumerable: false,
+    configurable: true,
+  });
+  lock(G, "console", consoleObject);
+  lock(G, "tools", tools);
+
+  // ---- the host port ----------------------------------------------------------------
+  const commands = record();
+  commands.init = (settings, consoleSource, callsSource, failureSource) => {
+    const s = api.parse(settings);
+    api.logEntries = s.logEntries;
+    api.logBytes = s.logBytes;
+    sources.console = consoleSource;
+    sources.calls = callsSource;
+    sources.failure = failureSource;
+    return "";
+  };
+  commands.start = (source) => {
+    // Indirect eval inside a try: a synchronous throw of any value stays in JavaScript.
+    let program;
+    try {
+      program = indirectEval(source);
+    } catch (e) {
+      if (e instanceof NativeSyntaxError && state === 0) {
+        const stack = e.stack;
+        return (
+          '{"k":"syntax","message":' + stringify(apply(api.toWellFormed, e.message, [])) +
+          ',"stack":' + stringify(typeof stack === "string" ? stack : "") + "}"
+        );
+      }
+      fail(e);
+      return '{"k":"started"}';
+    }
+    const onFulfilled = (value) => {
+      if (state === 0) {
+        state = 1;
+        outcome = value;
+      }
+    };
+    if (program instanceof NativePromise) apply(promiseThen, program, [onFulfilled, fail]);
+    else onFulfilled(program);
+    return '{"k":"started"}';
+  };
+  commands.drain = () => {
+    const calls = modules.calls === undefined ? "" : modules.calls.drain();
+    return '{"s":' + state + ',"c":[' + calls + "]}";
+  };
+  commands.settle = (batch) => {
+    load("calls").settle(batch);
+    return "";
+  };
+  commands.result = (maxUnits) => {
+    if (state === 0) return '{"k":"pending"}';
+    if (state === 2) return load("failure").describe(outcome);
+    const value = outcome;
+    outcome = undefined;
+    if (value === undefined) return '{"k":"undefined"}';
+    let json;
+    try {
+      json = stringify(value);
+    } catch (e) {
+      return load("failure").unserializable(e, value);
+    }
+    if (typeof json !== "string") return load("failure").unserializable(undefined, value);
+    // UTF-8 bytes are never fewer than UTF-16 units: too many units is already too large.
+    if (json.length > maxUnits) return '{"k":"toolarge","units":' + json.length + "}";
+    return "J" + json;
+  };
+  commands.logs = () => (modules.console === undefined ? "[]" : modules.console.logs());
+  freeze(commands);
+
+  return named("codemode$port", function (command, a, b, c, d) {
+    // Never let a user value escape to the host: the host would stringify it untimed.
+    try {
+      // slice(0) flattens a rope string: the binding cannot convert ropes.
+      return apply(api.slice, commands[command](a, b, c, d), [0]);
+    } catch (_) {
+      return '{"k":"fault"}';
+    }
+  });
+})()

@@ -1,0 +1,132 @@
+// Tool-call module of the sandbox prelude: compiled on the first tool call of a run.
+// Uses only what the core hands over in `api` (captured before user code), never a global.
+//
+// A call serializes its arguments at once (so later mutation cannot change them), takes
+// the next call id, queues `[id, source, tool, arguments]` for the host and returns a
+// promise the host settles in a later slice. Arguments that are not JSON (BigInt, a cycle,
+// a function) reject the call here with TOOL_INPUT_INVALID; the host never sees it.
+(function (api) {
+  "use strict";
+  const apply = api.apply;
+  const stringify = api.stringify;
+  const slice = api.slice;
+  const indexOf = api.indexOf;
+  const charCodeAt = api.charCodeAt;
+
+  class ToolCallError extends api.Error {
+    constructor(message, code, tool, source) {
+      super(message);
+      api.lock(this, "code", code);
+      api.lock(this, "tool", tool);
+      api.lock(this, "source", source);
+    }
+  }
+  api.lock(ToolCallError.prototype, "name", "ToolCallError");
+  api.freeze(ToolCallError.prototype);
+  api.freeze(ToolCallError);
+
+  const infos = new api.WeakMap(); // error -> what the host needs if it goes uncaught
+  api.toolInfo = (e) => apply(api.weakMapGet, infos, [e]);
+
+  const isIdentifier = (s) => {
+    if (s.length === 0) return false;
+    for (let i = 0; i < s.length; i++) {
+      const c = apply(charCodeAt, s, [i]);
+      const alpha = (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95 || c === 36;
+      if (!alpha && !(i > 0 && c >= 48 && c <= 57)) return false;
+    }
+    return true;
+  };
+  const accessor = (s) => (isIdentifier(s) ? "." + s : "[" + stringify(s) + "]");
+
+  // The stack at the user's call site: a fresh Error's stack minus the prelude's frames.
+  const callSite = api.named("codemode$site", () => {
+    let rest = new api.Error().stack;
+    if (typeof rest !== "string") return "";
+    for (;;) {
+      const nl = apply(indexOf, rest, ["\n"]);
+      if (nl < 0 || apply(indexOf, apply(slice, rest, [0, nl]), ["codemode$"]) < 0) break;
+      rest = apply(slice, rest, [nl + 1]);
+    }
+    return rest;
+  });
+
+  const toolError = (info, site, id) => {
+    const err = new ToolCallError(info.message, info.code, info.tool, info.source);
+    try {
+      err.stack = site; // where the user called the tool, not where the host answered
+    } catch (_) {
+      // keep the engine's stack
+    }
+    const meta = api.record();
+    meta.id = id;
+    meta.site = site;
+    meta.code = info.code;
+    meta.message = info.message;
+    meta.tool = info.tool;
+    meta.source = info.source;
+    apply(api.weakMapSet, infos, [err, meta]);
+    return err;
+  };
+
+  const pending = api.record(); // id -> [resolve, reject, site]
+  let outbox = "";
+  let nextId = 0;
+
+  const call = api.named("codemode$call", (ns, name, args) => {
+    const site = callSite();
+    let json;
+    let problem = "";
+    try {
+      json = args === undefined ? "{}" : stringify(args);
+      if (typeof json !== "string") problem = "a " + typeof args + " is not a JSON value";
+    } catch (e) {
+      problem = api.load("console").format(e);
+    }
+    if (problem) {
+      const address = "tools" + accessor(ns) + accessor(name);
+      const info = api.record();
+      info.code = "TOOL_INPUT_INVALID";
+      info.message = "the arguments for " + address + " are not JSON-serializable: " + problem;
+      info.tool = address;
+      info.source = ns;
+      return apply(api.promiseReject, api.Promise, [toolError(info, site, 0)]);
+    }
+    const id = ++nextId;
+    const slot = api.setPrototypeOf([undefined, undefined, site], null);
+    const promise = new api.Promise((resolve, reject) => {
+      slot[0] = resolve;
+      slot[1] = reject;
+    });
+    pending[id] = slot;
+    outbox +=
+      (outbox ? "," : "") + "[" + id + "," + stringify(ns) + "," + stringify(name) + "," +
+      json + "]";
+    return promise;
+  });
+
+  const drain = () => {
+    const out = outbox;
+    outbox = "";
+    return out;
+  };
+
+  // batch: JSON text of [[id, 1, value] | [id, 0, {code, message, tool, source}], ...]
+  const settle = (batch) => {
+    const items = api.parse(batch);
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i];
+      const slot = pending[item[0]];
+      if (slot === undefined) continue;
+      delete pending[item[0]];
+      if (item[1] === 1) slot[0](item[2]);
+      else slot[1](toolError(item[2], slot[2], item[0]));
+    }
+  };
+
+  const m = api.record();
+  m.call = call;
+  m.drain = drain;
+  m.settle = settle;
+  return api.freeze(m);
+})

@@ -1,0 +1,174 @@
+// Console module of the sandbox prelude: compiled on the first console call of a run.
+// Uses only what the core hands over in `api` (captured before user code), never a global.
+//
+// Storage is bounded here, in JavaScript, so a log flood cannot exhaust the heap: the first
+// entries (the head, up to half the budget) and the most recent ones (the tail) are kept,
+// and one "truncated" marker entry between them counts what was dropped.
+(function (api) {
+  "use strict";
+  const apply = api.apply;
+  const stringify = api.stringify;
+  const charCodeAt = api.charCodeAt;
+  const slice = api.slice;
+  const toWellFormed = api.toWellFormed;
+  const maxEntries = api.logEntries;
+  const maxBytes = api.logBytes;
+
+  const utf8Length = (s) => {
+    let n = 0;
+    const len = s.length;
+    for (let i = 0; i < len; i++) {
+      const c = apply(charCodeAt, s, [i]);
+      if (c < 0x80) n += 1;
+      else if (c < 0x800) n += 2;
+      else if (c >= 0xd800 && c <= 0xdbff && i + 1 < len) {
+        n += 4;
+        i++;
+      } else n += 3;
+    }
+    return n;
+  };
+
+  // One entry may use at most half the byte budget, so the head or the tail can hold it.
+  const entryCap = maxBytes > 1 ? maxBytes >> 1 : 1;
+  const clip = (message) => {
+    if (message.length * 3 <= entryCap) return message;
+    const total = message.length;
+    let cut = total > entryCap ? apply(slice, message, [0, entryCap]) : message;
+    if (utf8Length(cut) <= entryCap && cut.length === total) return message;
+    const room = entryCap - 40; // for the suffix below
+    if (room <= 0) return apply(slice, message, [0, entryCap]);
+    while (cut.length > 0 && utf8Length(cut) > room) {
+      cut = apply(slice, cut, [0, (cut.length * 0.9) | 0]);
+    }
+    const last = cut.length ? apply(charCodeAt, cut, [cut.length - 1]) : 0;
+    if (last >= 0xd800 && last <= 0xdbff) cut = apply(slice, cut, [0, cut.length - 1]);
+    return cut + " … [" + (total - cut.length) + " more characters]";
+  };
+
+  const format = (v) => {
+    const t = typeof v;
+    if (t === "string") return v;
+    if (t === "undefined") return "undefined";
+    if (t === "number" || t === "boolean") return "" + v;
+    if (t === "bigint") return apply(api.bigintToString, v, []) + "n";
+    if (t === "symbol") return apply(api.symbolToString, v, []);
+    if (t === "function") {
+      let n = "";
+      try {
+        const d = api.getOwnPropertyDescriptor(v, "name");
+        if (d && typeof d.value === "string") n = d.value;
+      } catch (_) {
+        n = "";
+      }
+      return n ? "[Function: " + n + "]" : "[Function (anonymous)]";
+    }
+    if (v === null) return "null";
+    try {
+      if (v instanceof api.Error) return apply(api.errorToString, v, []);
+    } catch (_) {
+      return "[Error]";
+    }
+    try {
+      const s = stringify(v);
+      if (typeof s === "string") return s;
+    } catch (_) {
+      // A BigInt or a cycle: say so in place rather than losing the whole line.
+      try {
+        const seen = new api.WeakSet();
+        const s = stringify(v, (_key, value) => {
+          if (typeof value === "bigint") return apply(api.bigintToString, value, []) + "n";
+          if (typeof value === "object" && value !== null) {
+            if (apply(api.weakSetHas, seen, [value])) return "[Circular]";
+            apply(api.weakSetAdd, seen, [value]);
+          }
+          return value;
+        });
+        if (typeof s === "string") return s;
+      } catch (_) {
+        // fall through
+      }
+    }
+    try {
+      return api.String(v);
+    } catch (_) {
+      return "[object]";
+    }
+  };
+
+  const head = api.record(); // i -> [level, text, bytes]
+  let headCount = 0;
+  let headBytes = 0;
+  let headOpen = true;
+  const tail = api.record();
+  let tailStart = 0;
+  let tailEnd = 0;
+  let tailBytes = 0;
+  let omitted = 0;
+  let omittedBytes = 0;
+
+  const evictTail = () => {
+    const old = tail[tailStart];
+    delete tail[tailStart];
+    tailStart++;
+    tailBytes -= old[2];
+    omitted++;
+    omittedBytes += old[2];
+  };
+
+  const write = (level, args) => {
+    let line = "";
+    for (let i = 0; i < args.length; i++) line += (i > 0 ? " " : "") + format(args[i]);
+    const text = clip(apply(toWellFormed, line, []));
+    const bytes = utf8Length(text);
+    const entry = api.setPrototypeOf([level, text, bytes], null);
+    if (headOpen) {
+      if (headCount < (maxEntries + 1) >> 1 && headBytes + bytes <= maxBytes >> 1) {
+        head[headCount++] = entry;
+        headBytes += bytes;
+        return;
+      }
+      headOpen = false; // later entries go to the tail, even small ones: order is kept
+    }
+    tail[tailEnd++] = entry;
+    tailBytes += bytes;
+    while (
+      tailEnd > tailStart &&
+      (tailEnd - tailStart > maxEntries - headCount || tailBytes > maxBytes - headBytes)
+    ) {
+      evictTail();
+    }
+  };
+
+  const logs = () => {
+    // Room for the marker: at most maxEntries entries in total.
+    while (omitted > 0 && headCount + (tailEnd - tailStart) + 1 > maxEntries) {
+      if (tailEnd > tailStart) evictTail();
+      else if (headCount > 0) {
+        headCount--;
+        omitted++;
+        omittedBytes += head[headCount][2];
+      } else break;
+    }
+    let out = "";
+    const add = (level, message) => {
+      out += (out ? "," : "") + "[" + stringify(level) + "," + stringify(message) + "]";
+    };
+    for (let i = 0; i < headCount; i++) add(head[i][0], head[i][1]);
+    if (omitted > 0) {
+      add(
+        "truncated",
+        "… " + omitted + (omitted === 1 ? " entry" : " entries") + " (" + omittedBytes +
+          " bytes) omitted …",
+      );
+    }
+    for (let i = tailStart; i < tailEnd; i++) add(tail[i][0], tail[i][1]);
+    return "[" + out + "]";
+  };
+
+  const m = api.record();
+  m.write = write;
+  m.logs = logs;
+  m.format = format;
+  return api.freeze(m);
+})
