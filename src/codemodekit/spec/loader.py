@@ -11,7 +11,7 @@ import ast
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, cast
@@ -65,17 +65,19 @@ def load_spec(path: str | os.PathLike[str]) -> Spec:
 
 def parse_spec(text: str, *, file: str | os.PathLike[str] = "codemode.toml") -> Spec:
     """Parse spec ``text`` as if read from ``file`` (relative paths resolve beside it)."""
-    source = SourceText(text, scan_positions(text))
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
+        source = SourceText(text, scan_positions(text))
         raise SpecError(file, [_syntax_issue(str(exc), text, source)]) from None
     try:
         raw = RawSpec.model_validate(data)
     except ValidationError as exc:
+        # Positions are only needed to report problems: scan the text only then.
+        source = SourceText(text, scan_positions(text))
         issues = [describe_error(error, source) for error in drop_shadowed_missing(exc.errors())]
         raise SpecError(file, _ordered(issues)) from None
-    issues = _cross_field_issues(raw, source)
+    issues = _cross_field_issues(raw, lambda: SourceText(text, scan_positions(text)))
     if issues:
         raise SpecError(file, _ordered(issues))
     return _resolve(raw, Path(os.path.abspath(file)))
@@ -146,8 +148,15 @@ def _assigned_key(lines: list[str], line: int) -> tuple[str, ...] | None:
 # --- checks across fields ---------------------------------------------------------------
 
 
-def _cross_field_issues(raw: RawSpec, source: SourceText) -> list[SpecIssue]:
+def _cross_field_issues(raw: RawSpec, locate: Callable[[], SourceText]) -> list[SpecIssue]:
     issues: list[SpecIssue] = []
+    cached: list[SourceText] = []
+
+    def source() -> SourceText:
+        if not cached:
+            cached.append(locate())
+        return cached[0]
+
     for name, item in raw.sources.items():
         base: KeyPath = ("sources", name)
         if isinstance(item, RawMcpSource):
@@ -157,7 +166,7 @@ def _cross_field_issues(raw: RawSpec, source: SourceText) -> list[SpecIssue]:
             for present, absent in (("username", "password"), ("password", "username")):
                 if getattr(auth, present) is not None and getattr(auth, absent) is None:
                     issues.append(
-                        source.issue(
+                        source().issue(
                             (*base, "auth", present),
                             f"`{present}` needs `{absent}` too (HTTP basic authentication)",
                             anchor="key",
@@ -170,11 +179,13 @@ _STDIO_ONLY = ("args", "env", "cwd")
 _HTTP_ONLY = ("transport", "headers")
 
 
-def _mcp_issues(base: KeyPath, item: RawMcpSource, source: SourceText) -> list[SpecIssue]:
+def _mcp_issues(
+    base: KeyPath, item: RawMcpSource, source: Callable[[], SourceText]
+) -> list[SpecIssue]:
     given = item.model_fields_set
     if item.command is not None and item.url is not None:
         return [
-            source.issue(
+            source().issue(
                 (*base, "url"),
                 "set either `command` (a stdio server) or `url` (an HTTP server), not both",
                 anchor="key",
@@ -182,7 +193,7 @@ def _mcp_issues(base: KeyPath, item: RawMcpSource, source: SourceText) -> list[S
         ]
     if item.command is None and item.url is None:
         return [
-            source.issue(
+            source().issue(
                 base,
                 "an mcp source needs `command` (a stdio server, e.g. "
                 '`command = "github-mcp-server"`) or `url` (an HTTP server)',
@@ -195,7 +206,7 @@ def _mcp_issues(base: KeyPath, item: RawMcpSource, source: SourceText) -> list[S
         else (_STDIO_ONLY, "stdio servers (`command`)", "`url`")
     )
     return [
-        source.issue(
+        source().issue(
             (*base, key),
             f"`{key}` applies only to {kind}; this source uses {uses}",
             anchor="key",

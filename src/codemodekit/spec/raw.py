@@ -91,7 +91,10 @@ class _Raw(BaseModel):
 
 def _limit_descriptions() -> dict[str, str]:
     """The attribute docstrings of ``Limits`` (the single place limits are documented)."""
-    tree = ast.parse(inspect.getsource(limits_module))
+    try:
+        tree = ast.parse(inspect.getsource(limits_module))
+    except (OSError, TypeError):  # no source shipped (a .pyc-only install): names suffice
+        return {}
     found: dict[str, str] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef) and node.name == Limits.__name__:
