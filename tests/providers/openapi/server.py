@@ -41,6 +41,7 @@ class RecordingApp:
     requests: list[Recorded] = field(default_factory=list)
     huge_sent: int = 0
     huge_finished: bool = False
+    huge_disconnected: bool = False
 
     @property
     def last(self) -> Recorded:
@@ -99,16 +100,26 @@ class RecordingApp:
                     "headers": [(b"content-type", b"application/json")],
                 }
             )
+            hung_up = asyncio.Event()
+
+            async def watch() -> None:
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                hung_up.set()
+
+            watcher = asyncio.ensure_future(watch())
             chunk = b"[" + b"1," * 32767
-            try:
-                for _ in range(2000):  # up to 128 MiB if nobody stops reading
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                    self.huge_sent += len(chunk)
-                    await asyncio.sleep(0)
+            for _ in range(4000):  # 256 MiB unless the client hangs up
+                if hung_up.is_set():
+                    self.huge_disconnected = True
+                    break
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                self.huge_sent += len(chunk)
+                await asyncio.sleep(0)
+            else:
                 await send({"type": "http.response.body", "body": b"1]"})
                 self.huge_finished = True
-            except Exception:
-                pass
+            watcher.cancel()
         elif path == "/redirect/same":
             await reply(302, b"", None, [(b"location", b"/landed?from=redirect")])
         elif path == "/redirect/other":

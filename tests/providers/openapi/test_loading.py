@@ -195,6 +195,45 @@ async def test_unsupported_operations_are_skipped_with_precise_reasons(tmp_path:
                     "responses": {"200": {"description": "ok"}},
                 }
             },
+            "/multi": {
+                "post": {
+                    "operationId": "multi",
+                    "requestBody": {
+                        "content": {
+                            "multipart/form-data": {
+                                "schema": {
+                                    "type": "object",
+                                    "properties": {"f": {"type": "string", "format": "binary"}},
+                                }
+                            }
+                        }
+                    },
+                    "responses": {"200": {"description": "ok"}},
+                }
+            },
+            "/formobj": {
+                "post": {
+                    "operationId": "formobj",
+                    "requestBody": {
+                        "content": {
+                            "application/x-www-form-urlencoded": {
+                                "schema": {
+                                    "type": "object",
+                                    "properties": {"o": {"type": "object"}},
+                                }
+                            }
+                        }
+                    },
+                    "responses": {"200": {"description": "ok"}},
+                }
+            },
+            "/textobj": {
+                "post": {
+                    "operationId": "textobj",
+                    "requestBody": {"content": {"text/plain": {"schema": {"type": "object"}}}},
+                    "responses": {"200": {"description": "ok"}},
+                }
+            },
             "/undeclared/{id}": {
                 "get": {"operationId": "undeclared", "responses": {"200": {"description": "ok"}}}
             },
@@ -252,7 +291,12 @@ async def test_unsupported_operations_are_skipped_with_precise_reasons(tmp_path:
     discovery = await discover(path)
     assert discovery.tools == ()
     assert {s.name: s.reason for s in discovery.skipped} == {
-        "xml": "POST /xml: request body media type application/xml is not supported (JSON only)",
+        "xml": "POST /xml: request body media type application/xml is not supported "
+        "(JSON, form-urlencoded and text/plain only)",
+        "multi": "POST /multi: request body media type multipart/form-data is not supported "
+        "(JSON, form-urlencoded and text/plain only)",
+        "formobj": "POST /formobj: form field 'o': objects inside form bodies are not supported",
+        "textobj": "POST /textobj: text/plain request body needs a string schema",
         "undeclared": "GET /undeclared/{id}: path parameter {id} is not declared",
         "space": "GET /space: parameter 'o' (query): spaceDelimited objects are not supported",
         "deep": "GET /deep: parameter 'o' (query): deepObject with nested objects or arrays is undefined",
@@ -303,4 +347,4 @@ async def test_petstore_30_and_31() -> None:
         get_pet = tool(discovery, "getPetById")
         assert get_pet.input_schema["required"] == ["petId"]
         assert get_pet.output_schema is not None and get_pet.output_schema["$ref"] == "#/$defs/Pet"
-        assert {s.name for s in discovery.skipped} == {"updatePetWithForm", "uploadFile"}
+        assert {s.name for s in discovery.skipped} == {"uploadFile"}

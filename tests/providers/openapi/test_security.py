@@ -68,6 +68,8 @@ async def test_first_satisfiable_alternative_or_anonymous(server: ServerThread) 
 
 async def test_fail_closed_with_reasons(server: ServerThread) -> None:
     provider, discovery = await secured(server, auth={"api_key": "${API_KEY}"})
+    with pytest.raises(ToolError, match="no operation named 'bearer'"):
+        await provider.call_tool("bearer", {}, context())
     await provider.aclose()
     reasons = {s.name: s.reason for s in discovery.skipped}
     assert reasons["bearer"] == (
@@ -87,8 +89,6 @@ async def test_fail_closed_with_reasons(server: ServerThread) -> None:
         "public",
         "status",
     }
-    with pytest.raises(ToolError):
-        await provider.call_tool("bearer", {}, context())
 
 
 async def test_missing_variable_names_the_key_not_a_value(server: ServerThread) -> None:

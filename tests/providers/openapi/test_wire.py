@@ -127,3 +127,25 @@ async def _discovery_of(provider: OpenApiToolProvider) -> Any:
 def wire_tool_properties(discovery: Any, name: str) -> list[tuple[str, Any]]:
     tool = next(t for t in discovery.tools if t.name == name)
     return list(tool.input_schema["properties"].items())
+
+
+async def test_form_urlencoded_body(wire: OpenApiToolProvider, server: ServerThread) -> None:
+    body = {
+        "name": "a b+c",
+        "tags": ["x", "y"],
+        "ids": [1, 2],
+        "pipes": ["p", "q"],
+        "url": "http://h/?a",
+    }
+    got = await call(wire, server, "formBody", {"body": body})
+    assert got.header("content-type") == "application/x-www-form-urlencoded"
+    assert got.body == b"name=a%20b%2Bc&tags=x&tags=y&ids=1,2&pipes=p%7Cq&url=http://h/?a"
+
+
+async def test_text_plain_body(wire: OpenApiToolProvider, server: ServerThread) -> None:
+    got = await call(wire, server, "textBody", {"body": "héllo\nthere"})
+    assert got.header("content-type") == "text/plain; charset=utf-8"
+    assert got.body == "héllo\nthere".encode()
+    # An optional body left out sends no body at all.
+    got = await call(wire, server, "textBody", {})
+    assert got.body == b"" and got.header("content-type") is None

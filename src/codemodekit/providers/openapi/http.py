@@ -17,12 +17,13 @@ import json
 import re
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urljoin
+from urllib.parse import quote, urljoin
 
 import httpx
 
 from codemodekit.errors import ToolError
 from codemodekit.providers.base import CallContext, ResultTooLarge, ToolOutput
+from codemodekit.providers.openapi.bodies import encode_body
 from codemodekit.providers.openapi.operations import OperationPlan, origin_of
 from codemodekit.providers.openapi.parameters import Wire, serialize
 from codemodekit.providers.openapi.security import Credentials
@@ -30,6 +31,7 @@ from codemodekit.providers.openapi.security import Credentials
 MAX_REDIRECTS = 3
 MAX_EXCERPT = 500
 USER_AGENT = "codemodekit-openapi"
+_PATH_SAFE = "/:@!$&'()*+,;=%"
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _TEXT_TYPES = (
     "application/xml",
@@ -92,11 +94,7 @@ def build_request(
             continue
         serialize(param, arguments[param.key], wire)
     credentials.apply(plan.security, wire)
-    path = re.sub(
-        r"\{([^{}]+)\}", lambda m: wire.path_values.get(m.group(1), m.group(0)), plan.path
-    )
-    if re.search(r"\{[^{}]+\}", path):
-        raise ToolError(f"{plan.method} {plan.path}: a path parameter is missing")
+    path = _expand_path(plan, wire.path_values)
     url = (plan.server or base_url) + path
     if wire.query:
         url += ("&" if "?" in url else "?") + "&".join(wire.query)
@@ -106,12 +104,27 @@ def build_request(
     if wire.cookies:
         headers.append(("Cookie", "; ".join(wire.cookies)))
     content: bytes | None = None
-    if plan.body is not None and plan.body.key in arguments:
-        content = json.dumps(
-            arguments[plan.body.key], separators=(",", ":"), ensure_ascii=False
-        ).encode()
-        headers.append(("Content-Type", plan.body.media_type))
+    if plan.body is not None and arguments.get(plan.body.key) is not None:
+        content = encode_body(plan.body, arguments[plan.body.key])
+        media = plan.body.media_type
+        headers.append(
+            ("Content-Type", media + "; charset=utf-8" if plan.body.kind == "text" else media)
+        )
     return client.build_request(plan.method, url, headers=headers, content=content)
+
+
+def _expand_path(plan: OperationPlan, values: Mapping[str, str]) -> str:
+    out: list[str] = []
+    for index, part in enumerate(re.split(r"\{([^{}]+)\}", plan.path)):
+        if index % 2:
+            if part not in values:
+                raise ToolError(f"{plan.method} {plan.path}: path parameter {part!r} is missing")
+            out.append(values[part])
+        else:
+            # Literal template text is sent as written; only characters that cannot
+            # appear in a path (``#``, ``?``, spaces...) are percent-encoded.
+            out.append(quote(part, safe=_PATH_SAFE))
+    return "".join(out)
 
 
 async def send(

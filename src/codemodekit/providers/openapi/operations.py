@@ -21,6 +21,7 @@ from urllib.parse import urljoin, urlsplit
 from codemodekit.errors import SourceUnavailable
 from codemodekit.providers.base import Discovery, SkippedTool, ToolSpec
 from codemodekit.providers.openapi import parameters as params
+from codemodekit.providers.openapi.bodies import BodyPlan, is_json, plan_body
 from codemodekit.providers.openapi.document import OpenApiDocument, UnresolvedRef
 from codemodekit.providers.openapi.parameters import ParamPlan, Unsupported
 from codemodekit.providers.openapi.schemas import SchemaConverter
@@ -29,16 +30,8 @@ from codemodekit.providers.openapi.security import SecurityPlan, plan_security, 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 _SAFE_METHODS = frozenset({"get", "head", "options"})
 MAX_DESCRIPTION = 2000
-_BODY_KEYS = ("body", "requestBody", "request_body")
 _LOCATION_ORDER = {"path": 0, "query": 1, "header": 2, "cookie": 3}
 _UNSAFE_NAME = re.compile(r"[\s\x00-\x1f\x7f]+")
-
-
-@dataclass(frozen=True, slots=True)
-class BodyPlan:
-    key: str
-    media_type: str
-    required: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,7 +299,16 @@ def _build_one(
         if plan.required:
             required.append(key)
         final.append(_with_key(plan, key))
-    body = _body(document, converter, op, properties, required, deps)
+    body: BodyPlan | None = None
+    planned_body = plan_body(
+        document, converter, op.operation.get("requestBody"), op.base, properties
+    )
+    if planned_body is not None:
+        body, body_schema, used = planned_body
+        properties[body.key] = body_schema
+        if body.required:
+            required.append(body.key)
+        deps |= used
     input_schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         input_schema["required"] = required
@@ -370,53 +372,6 @@ def _with_key(plan: ParamPlan, key: str) -> ParamPlan:
     )
 
 
-def _is_json(media: str) -> bool:
-    base = media.split(";", 1)[0].strip().lower()
-    return base == "application/json" or base.endswith("+json")
-
-
-def _body(
-    document: OpenApiDocument,
-    converter: SchemaConverter,
-    op: _Op,
-    properties: dict[str, Any],
-    required: list[str],
-    deps: set[str],
-) -> BodyPlan | None:
-    raw = op.operation.get("requestBody")
-    if raw is None:
-        return None
-    try:
-        body, base = document.deref(raw, op.base)
-    except UnresolvedRef as exc:
-        raise Unsupported(f"request body: {exc.reason}") from None
-    if not isinstance(body, Mapping):
-        raise Unsupported("request body is not an object")
-    content = body.get("content")
-    if not isinstance(content, Mapping) or not content:
-        raise Unsupported("request body declares no media type")
-    json_types = [m for m in content if isinstance(m, str) and _is_json(m)]
-    if not json_types:
-        kinds = ", ".join(sorted(str(m) for m in content))
-        raise Unsupported(f"request body media type {kinds} is not supported (JSON only)")
-    media = "application/json" if "application/json" in json_types else json_types[0]
-    media_obj = content[media] if isinstance(content[media], Mapping) else {}
-    schema, used = converter.convert(media_obj.get("schema", {}), base)
-    schema = dict(schema) if isinstance(schema, Mapping) else ({} if schema else {"not": {}})
-    description = body.get("description")
-    if isinstance(description, str) and description.strip() and "description" not in schema:
-        schema["description"] = description.strip()
-    key = next((k for k in _BODY_KEYS if k not in properties), None)
-    if key is None:
-        key = _free_key("body", "json", properties)
-    properties[key] = schema
-    is_required = body.get("required") is True
-    if is_required:
-        required.append(key)
-    deps |= used
-    return BodyPlan(key, media.split(";", 1)[0].strip(), is_required)
-
-
 def _output(
     document: OpenApiDocument, converter: SchemaConverter, op: _Op
 ) -> tuple[dict[str, Any] | None, str | None]:
@@ -445,7 +400,7 @@ def _output(
         for media in content:
             if isinstance(media, str) and media not in media_types:
                 media_types.append(media)
-        json_types = [m for m in content if isinstance(m, str) and _is_json(m)]
+        json_types = [m for m in content if isinstance(m, str) and is_json(m)]
         media_obj = content[json_types[0]] if json_types else None
         if not isinstance(media_obj, Mapping) or "schema" not in media_obj:
             all_json = False
@@ -454,7 +409,7 @@ def _output(
         deps |= used
         if schema not in schemas:
             schemas.append(schema)
-    accept = ", ".join(sorted(media_types, key=lambda m: (not _is_json(m), m))) or None
+    accept = ", ".join(sorted(media_types, key=lambda m: (not is_json(m), m))) or None
     if not schemas or not all_json:
         return None, accept
     merged = schemas[0] if len(schemas) == 1 else {"anyOf": schemas}

@@ -140,7 +140,7 @@ def plan(raw: RawParam, converter: SchemaConverter) -> tuple[ParamPlan, Any, set
         if not isinstance(explode, bool):
             raise Unsupported(f"{label}: 'explode' must be a boolean")
         kinds = schema_kinds(schema, converter, raw.base)
-        _check_style(label, location, style, explode, kinds, schema, converter, raw.base)
+        check_style(label, location, style, explode, kinds, schema, converter, raw.base)
     converted, deps = converter.convert(schema, raw.base)
     converted = (
         dict(converted) if isinstance(converted, Mapping) else ({} if converted else {"not": {}})
@@ -158,7 +158,7 @@ def plan(raw: RawParam, converter: SchemaConverter) -> tuple[ParamPlan, Any, set
     )
 
 
-def _check_style(
+def check_style(
     label: str,
     location: str,
     style: str,
