@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from codemodekit.catalog import ToolDefinition, thaw
 from codemodekit.codegen.contract import RESULT_CONTRACT
@@ -31,6 +32,7 @@ class _ToolTypes:
 
 
 def _project(tools: Sequence[ToolDefinition], names: TypeNames) -> list[_ToolTypes]:
+    shared: dict[str, str] = {}
     # Root names first, for every tool, so a reference target of one tool can never take
     # the name another tool's input or output would get.
     roots: list[tuple[ToolDefinition, str, str, str | None]] = []
@@ -40,26 +42,24 @@ def _project(tools: Sequence[ToolDefinition], names: TypeNames) -> list[_ToolTyp
         output_name = names.allocate(prefix + "Output") if tool.output_schema is not None else None
         roots.append((tool, prefix, input_name, output_name))
     projectors: list[tuple[ToolDefinition, str, str, list[SchemaDeclarations]]] = []
-    for tool, prefix, input_name, output_name in roots:
-        parts = [
-            SchemaDeclarations(
-                thaw(tool.input_schema),
-                root_name=input_name,
-                def_prefix=prefix,
-                role="Input",
+    for tool, _prefix, input_name, output_name in roots:
+
+        def project(
+            schema: Any, root: str, role: str, tool: ToolDefinition = tool
+        ) -> SchemaDeclarations:
+            return SchemaDeclarations(
+                thaw(schema),
+                root_name=root,
                 names=names,
+                source_prefix=pascal_case(tool.source),
+                tool_prefix=pascal_case(tool.source) + pascal_case(tool.name),
+                role=role,
+                shared=shared,
             )
-        ]
+
+        parts = [project(tool.input_schema, input_name, "Input")]
         if output_name is not None and tool.output_schema is not None:
-            parts.append(
-                SchemaDeclarations(
-                    thaw(tool.output_schema),
-                    root_name=output_name,
-                    def_prefix=prefix,
-                    role="Output",
-                    names=names,
-                )
-            )
+            parts.append(project(tool.output_schema, output_name, "Output"))
         projectors.append((tool, input_name, output_name or "unknown", parts))
     return [
         _ToolTypes(tool, input_name, output_name, "\n".join(p.render() for p in parts))

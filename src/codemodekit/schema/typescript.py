@@ -146,6 +146,8 @@ class _T:
     prec: int = _ATOM
     members: tuple[_T, ...] = ()
     """Flattened union members; empty when this is not a union."""
+    object_literal: bool = False
+    """A ``{ ... }`` body that can be declared as an ``interface``."""
 
     def member_set(self) -> tuple[str, ...]:
         """Texts of the union members (for index-signature coherence)."""
@@ -337,12 +339,24 @@ class _Decl:
 class SchemaDeclarations:
     """Projects one schema document (a tool's input or output) into named declarations.
 
-    ``root_name`` must already be allocated in ``names``; ``def_prefix`` starts the names of
-    ``$ref`` targets (``GithubSearchIssues`` + ``Label``). Call ``render()`` once.
+    ``root_name`` must already be allocated in ``names``. A ``$ref`` target is named
+    ``source_prefix`` + its key (``Github`` + ``SimpleUser``), or, when another tool already
+    took that name for a different schema, ``tool_prefix`` + key. ``shared`` (one per file)
+    maps a target's closure (its schema and everything it references) to the name already
+    declared for it, so identical definitions used by many tools are declared once.
+    Call ``render()`` once.
     """
 
     def __init__(
-        self, document: Any, *, root_name: str, def_prefix: str, role: str, names: TypeNames
+        self,
+        document: Any,
+        *,
+        root_name: str,
+        names: TypeNames,
+        source_prefix: str = "",
+        tool_prefix: str = "",
+        role: str = "",
+        shared: dict[str, str] | None = None,
     ) -> None:
         self._doc = document
         self._root_name = root_name
@@ -351,6 +365,8 @@ class SchemaDeclarations:
         dialect = document.get("$schema") if isinstance(document, Mapping) else None
         self._legacy_ref = dialect in _LEGACY_DIALECTS
         self._decls: dict[str, _Decl] = {}
+        self._external: set[str] = set()
+        """Targets declared by an earlier document of the same file."""
         self._broken: set[tuple[str, str]] = set()
         self._current = ""
         self._edges: set[str] = set()
@@ -362,12 +378,42 @@ class SchemaDeclarations:
             target = _resolve(document, _decode_pointer(pointer) or [])
             if target is None:
                 continue
+            signature = (
+                self._closure_signature(pointer, str(dialect)) if shared is not None else None
+            )
+            if shared is not None and signature is not None and signature in shared:
+                self._decls[pointer] = _Decl(shared[signature], pointer, target)
+                self._external.add(pointer)
+                continue
             tokens = _decode_pointer(pointer) or []
             key = pascal_case(tokens[-1]) if tokens else "Root"
             if len(tokens) >= 2 and tokens[-2] not in ("$defs", "definitions"):
                 key = pascal_case(tokens[-2]) + key
-            name = names.allocate(def_prefix + key, def_prefix + role + key)
+            name = names.allocate(
+                *dict.fromkeys([source_prefix + key, tool_prefix + key, tool_prefix + role + key])
+            )
             self._decls[pointer] = _Decl(name, pointer, target)
+            if shared is not None and signature is not None:
+                shared[signature] = name
+
+    def _closure_signature(self, pointer: str, dialect: str) -> str | None:
+        """Canonical text of ``pointer``'s schema and every schema it reaches; ``None`` when
+        it reaches the document root (whose name is this tool's own)."""
+        seen: dict[str, Any] = {}
+        queue = [pointer]
+        while queue:
+            current = queue.pop()
+            if current in seen:
+                continue
+            if current == "":
+                return None
+            node = _resolve(self._doc, _decode_pointer(current) or [])
+            seen[current] = node
+            for ref in _refs(node):
+                target = self._pointer(ref)
+                if target is not None and target not in seen:
+                    queue.append(target)
+        return json.dumps([dialect, pointer, sorted(seen.items())], sort_keys=True, default=str)
 
     def _pointer(self, ref: str) -> str | None:
         if not ref.startswith("#"):
@@ -386,18 +432,22 @@ class SchemaDeclarations:
 
     def render(self) -> str:
         """Every declaration, root first, then reference targets in name order."""
-        for decl in self._decls.values():
-            self._render_decl(decl)
+        for pointer, decl in self._decls.items():
+            if pointer not in self._external:
+                self._render_decl(decl)
         # Cut alias cycles (at most once per edge; each pass removes at least one edge).
         for _ in range(len(self._decls) + 1):
             cyclic = self._cyclic_edges()
             if not cyclic:
                 break
             self._broken |= cyclic
-            for src in {s for s, _ in cyclic}:
+            for src in sorted({s for s, _ in cyclic}):
                 self._render_decl(self._decls[src])
         root = self._decls[""]
-        rest = sorted((d for p, d in self._decls.items() if p), key=lambda d: d.name)
+        rest = sorted(
+            (d for p, d in self._decls.items() if p and p not in self._external),
+            key=lambda d: d.name,
+        )
         return "\n".join(d.text for d in [root, *rest])
 
     def _cyclic_edges(self) -> set[tuple[str, str]]:
@@ -432,7 +482,7 @@ class SchemaDeclarations:
         self._edges = set()
         doc = jsdoc(schema_doc_lines(decl.schema))
         t = self._type(decl.schema, 0, guarded=False, depth=0)
-        if t.text.startswith("{") and t.prec == _ATOM:
+        if t.object_literal:
             decl.text = f"{doc}interface {decl.name} {t.text}\n"
             decl.is_alias = False
         else:
@@ -587,8 +637,8 @@ class SchemaDeclarations:
                 lines.append(jsdoc(index_doc, pad))
             lines.append(f"{pad}[key: string]: {index.text};\n")
         if not lines:
-            return _T("{}")
-        return _T("{\n" + "".join(lines) + _INDENT * indent + "}")
+            return _T("{}", object_literal=True)
+        return _T("{\n" + "".join(lines) + _INDENT * indent + "}", object_literal=True)
 
     def _array(self, schema: Mapping[str, Any], indent: int, *, depth: int) -> _T:
         prefix = schema.get("prefixItems")

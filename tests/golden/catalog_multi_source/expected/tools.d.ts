@@ -71,10 +71,10 @@ interface GithubCreateIssueOutput {
   /** @integer */
   number: number;
   title: string;
-  labels?: GithubCreateIssueLabel[];
+  labels?: GithubLabel[];
 }
 
-interface GithubCreateIssueLabel {
+interface GithubLabel {
   name: string;
   /** @pattern ^[0-9a-f]{6}$ */
   color?: string;
@@ -102,14 +102,8 @@ interface GithubSearchIssuesOutput {
     /** @integer */
     number: number;
     title: string;
-    labels?: GithubSearchIssuesLabel[];
+    labels?: GithubLabel[];
   }[];
-}
-
-interface GithubSearchIssuesLabel {
-  name: string;
-  /** @pattern ^[0-9a-f]{6}$ */
-  color?: string;
 }
 
 declare const tools: {

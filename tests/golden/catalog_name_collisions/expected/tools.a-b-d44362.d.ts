@@ -45,10 +45,10 @@ interface ToolResult<T = unknown> {
 }
 
 interface ABGetInput {
-  x?: ABGetInputItemInput;
+  x?: ABItemInput;
 }
 
-type ABGetInputItemInput = boolean;
+type ABItemInput = boolean;
 
 interface ABGetItemInput {
   n?: number;

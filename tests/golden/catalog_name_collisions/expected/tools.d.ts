@@ -49,10 +49,10 @@ interface ABPromiseInput {
 }
 
 interface ABGetInput {
-  x?: ABGetInputItemInput;
+  x?: ABItemInput;
 }
 
-type ABGetInputItemInput = boolean;
+type ABItemInput = boolean;
 
 interface ABGetItemInput {
   n?: number;
@@ -67,10 +67,10 @@ interface ABGetItemInput3 {
 }
 
 interface ToolResultXInput {
-  r?: ToolResultXToolResult;
+  r?: ToolResultToolResult;
 }
 
-type ToolResultXToolResult = string;
+type ToolResultToolResult = string;
 
 declare const tools: {
   "A B": {

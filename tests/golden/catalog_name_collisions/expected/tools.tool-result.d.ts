@@ -45,10 +45,10 @@ interface ToolResult<T = unknown> {
 }
 
 interface ToolResultXInput {
-  r?: ToolResultXToolResult;
+  r?: ToolResultToolResult;
 }
 
-type ToolResultXToolResult = string;
+type ToolResultToolResult = string;
 
 declare const tools: {
   "tool result": {

@@ -56,10 +56,10 @@ interface AppNullablesInput {
   } | null;
   list?: string[] | null;
   multi?: string | number | boolean;
-  ref_or_null?: AppNullablesItem | null;
+  ref_or_null?: AppItem | null;
 }
 
-interface AppNullablesItem {
+interface AppItem {
   id?: string;
 }
 

@@ -45,47 +45,47 @@ interface ToolResult<T = unknown> {
 }
 
 interface AppTreeInput {
-  root?: AppTreeNode;
-  labels?: AppTreeLabel[];
-  weird?: AppTreeWithSlashAndSpace;
-  anchored?: AppTreePoint;
-  a?: AppTreeA;
-  json?: AppTreeJson;
+  root?: AppNode;
+  labels?: AppLabel[];
+  weird?: AppWithSlashAndSpace;
+  anchored?: AppPoint;
+  a?: AppA;
+  json?: AppJson;
   self?: AppTreeInput;
 }
 
-type AppTreeA = AppTreeB | string;
+type AppA = AppB | string;
 
-type AppTreeB = unknown;
+type AppB = unknown;
 
-type AppTreeJson = string | number | boolean | null | AppTreeJson[] | {
-  [key: string]: AppTreeJson;
+type AppJson = string | number | boolean | null | AppJson[] | {
+  [key: string]: AppJson;
 };
 
-interface AppTreeLabel {
+interface AppLabel {
   name?: string;
 }
 
 /** A tree node. */
-interface AppTreeNode {
+interface AppNode {
   value: string;
-  children?: AppTreeNode[];
-  parent?: AppTreeNode;
+  children?: AppNode[];
+  parent?: AppNode;
 }
 
-interface AppTreePoint {
+interface AppPoint {
   x: number;
   y: number;
 }
 
 /** @format uri */
-type AppTreeWithSlashAndSpace = string;
+type AppWithSlashAndSpace = string;
 
 interface AppTreeOutput {
-  node?: AppTreeOutputNode;
+  node?: AppTreeNode;
 }
 
-interface AppTreeOutputNode {
+interface AppTreeNode {
   /** @integer */
   id?: number;
 }
