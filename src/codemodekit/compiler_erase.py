@@ -79,6 +79,7 @@ _QUERY_SOURCE = r"""
 (required_parameter [(accessibility_modifier) (override_modifier) "readonly"]) @parameter_property
 (optional_parameter [(accessibility_modifier) (override_modifier) "readonly"]) @parameter_property
 (html_comment) @html_comment
+(public_field_definition "accessor" @accessor)
 (lookup_type "[" @type_continued)
 (array_type "[" @type_continued)
 (generic_type type_arguments: (type_arguments) @type_continued)
@@ -111,8 +112,11 @@ REJECTIONS: dict[str, str] = {
     "generic_tag": "type arguments on a tagged template (tag<T>`...`) are not supported: "
     "write the tag without them",
     "html_comment": "HTML-like comments (`<!--`, `-->`) are not supported: use `//` comments",
-    "yield_break": "a line break right after `yield <T>` changes the meaning once types are "
-    "erased: keep the expression on the line of `yield`",
+    "keyword_break": "a line break inside or right after the type at the start of this "
+    "`return`/`throw`/`yield` operand changes its meaning once types are erased: keep the "
+    "operand on the keyword's line",
+    "accessor": "auto-accessors (`accessor x`) are not supported by the engine: "
+    "write a getter and a setter",
     "async_break": "a line break between `async <T>` and the parameters changes the meaning "
     "once types are erased: keep `async <T>(...)` on one line",
     "arrow_break": "a line break inside an arrow function's return type is not supported: "
@@ -203,6 +207,7 @@ class _Planner:
             "require",
             "html_comment",
             "generic_tag",
+            "accessor",
         ):
             for node in get(kind, ()):
                 self._reject(kind, node)
@@ -341,14 +346,14 @@ class _Planner:
         if not self._has_line_break(argument.start_byte, first):
             return
         if node.type == "yield_expression":
-            self._reject("yield_break", node)
+            self._reject("keyword_break", node)
             return
         # `return 0 ,\nx` evaluates to x, exactly like `return <T>\nx`: the comma operator is
         # the lowest-precedence operator and `return`/`throw` take a full Expression.
         i = self._range_at(argument.start_byte)
         start, end = self.starts[i], self.ends[i]
-        if start != argument.start_byte or end - start < 2:
-            self._reject("yield_break", node, ambient=False)
+        if start != argument.start_byte or end - start < 2 or self._has_line_break(start, end):
+            self._reject("keyword_break", node, ambient=False)
             return
         self.writes[start] = "0"
         self.writes[end - 1] = ","

@@ -62,6 +62,8 @@ UNSUPPORTED: list[tuple[str, str, int, int, str]] = [
         "tagged template",
     ),
     ("yield_type_assertion_line_break", "function* g() {\n  yield <number>\n  1\n}", 2, 3, "yield"),
+    ("return_assertion_broken_inside", "const x = 1;\nreturn <\nnumber>x", 2, 1, "return"),
+    ("auto_accessor", "class A {\n  accessor x = 1\n}", 2, 3, "getter and a setter"),
     (
         "async_generic_arrow_line_break",
         "const f = async <T>\n(x: T) => x;",
