@@ -7,8 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import quickjs
-
 from benchmarks.bench_compiler import realistic_script
+
 from codemodekit.compiler import CodeCompiler, user_location
 from codemodekit.errors import CompileFailure, ErrorCode, Location
 from tests.compiler.jsrun import (
