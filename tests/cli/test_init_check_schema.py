@@ -15,8 +15,10 @@ import pytest
 from codemodekit.cli import main
 from codemodekit.errors import ToolError
 from codemodekit.examples import demo
+from tests.conftest import node_tool
 
 ROOT = Path(__file__).resolve().parents[2]
+FILES = ("tools.d.ts", "check.ts")
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -201,3 +203,32 @@ def test_console_entry_point_prints_the_pinned_error_without_traceback() -> None
     assert done.returncode == 1
     assert done.stdout == ""
     assert done.stderr == (case / "expected" / "stderr.txt").read_text(encoding="utf-8")
+
+
+async def test_starter_script_type_checks_against_the_generated_declarations(
+    tmp_path: Path,
+) -> None:
+    tsc = node_tool("tsc")
+    from codemodekit.run import CodeMode
+    from codemodekit.spec import load_spec
+
+    assert main(["init", str(tmp_path)]) == 0
+    async with CodeMode.from_spec(load_spec(tmp_path / "codemode.toml")) as cm:
+        declarations = cm.generate()["tools.d.ts"]
+    (tmp_path / "tools.d.ts").write_text(declarations, encoding="utf-8")
+    # The script is the body of an async function, as the sandbox runs it.
+    body = (tmp_path / "hello.ts").read_text(encoding="utf-8")
+    (tmp_path / "check.ts").write_text(
+        "declare const console: { log(...args: unknown[]): void };\n"
+        f"async function main() {{\n{body}\n}}\nvoid main;\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [str(tsc), "--noEmit", "--strict", "--target", "es2022", "--lib", "es2022", *FILES],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
