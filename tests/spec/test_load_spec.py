@@ -325,3 +325,11 @@ def test_env_names_cannot_hold_equals(tmp_path: Path) -> None:
         '[sources.a]\ntype = "mcp"\ncommand = "c"\nenv = { "A=B" = "x" }\n',
     )
     assert (error.line, error.column, error.key) == (8, 9, 'sources.a.env."A=B"')
+
+
+def test_spec_error_survives_pickling(tmp_path: Path) -> None:
+    import pickle
+
+    error = load_error(tmp_path, 'version = 1\nname = 5\n[policy]\ndefault = "deny"\n')
+    copy = pickle.loads(pickle.dumps(error))
+    assert (copy.line, copy.key, str(copy)) == (error.line, error.key, str(error))

@@ -39,7 +39,11 @@ def register(sub: Any) -> None:
         description=(
             "Load the spec and report problems with file:line:column. Unless --offline, "
             "also start every source and report health, tool counts, quarantined tools "
-            "and skipped operations. Exit 1 when a problem is found."
+            "and skipped operations."
+        ),
+        epilog=(
+            "exit status: 0 all good; 1 a problem was found (malformed spec, missing file, "
+            "unavailable source); 2 usage error (no spec file)"
         ),
     )
     parser.add_argument(

@@ -95,6 +95,10 @@ class SpecError(CodeModeError):
         self.message = first.message
         super().__init__(self.render())
 
+    def __reduce__(self) -> tuple[type[SpecError], tuple[str, tuple[SpecIssue, ...]]]:
+        # The default would call SpecError(rendered_text) and lose the issues.
+        return (SpecError, (self.display_name, self.issues))
+
     def render(self) -> str:
         shown = [issue.render(self.display_name) for issue in self.issues[:MAX_SHOWN]]
         hidden = len(self.issues) - len(shown)
