@@ -28,9 +28,15 @@ def register(sub: Any) -> None:
 
 
 def starter_files() -> dict[str, str]:
-    """``{name: text}`` of the files ``init`` writes."""
+    """``{name: text}`` of the files ``init`` writes (the spec always; the script when the
+    installed package ships it)."""
     package = resources.files("codemodekit.examples")
-    return {name: package.joinpath(name).read_text(encoding="utf-8") for name in STARTER_FILES}
+    files = {}
+    for name in STARTER_FILES:
+        item = package.joinpath(name)
+        if item.is_file() or name == "codemode.toml":
+            files[name] = item.read_text(encoding="utf-8")
+    return files
 
 
 def run_init(args: argparse.Namespace) -> int:
@@ -53,5 +59,6 @@ def run_init(args: argparse.Namespace) -> int:
         (target / name).write_text(text, encoding="utf-8")
         print(f"wrote {target / name}")
     where = "" if target.resolve() == Path.cwd().resolve() else f"cd {args.dir} && "
-    print(f"next: {where}codemode check && codemode run hello.ts")
+    run_hint = " && codemode run hello.ts" if "hello.ts" in files else ""
+    print(f"next: {where}codemode check{run_hint}")
     return 0
