@@ -26,14 +26,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mcp import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from tests.servers import SERVER_SCRIPT, http_server, http_source, stdio_source
 
-from codemodekit.limits import Limits  # noqa: E402
-from codemodekit.providers.base import CallContext  # noqa: E402
-from codemodekit.providers.mcp import McpToolProvider  # noqa: E402
-from codemodekit.spec.model import McpHttpSource, McpStdioSource  # noqa: E402
-from tests.servers import SERVER_SCRIPT, http_server, http_source, stdio_source  # noqa: E402
+from codemodekit.limits import Limits
+from codemodekit.providers.base import CallContext
+from codemodekit.providers.mcp import McpToolProvider
+from codemodekit.spec.model import McpHttpSource, McpStdioSource
 
 CONTEXT = CallContext(execution_id="bench", call_id=1, timeout_s=30.0, max_result_bytes=1 << 20)
 ARGS = {"text": "hello"}
