@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any, cast
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from codemodekit.limits import Limits
 from codemodekit.spec.errors import SourceText, SpecError, SpecIssue, format_key
@@ -32,7 +33,7 @@ from codemodekit.spec.model import (
     SourceSpec,
     Spec,
 )
-from codemodekit.spec.positions import KeyPath, parse_dotted_key, scan_positions
+from codemodekit.spec.positions import KeyPath, Positions, parse_dotted_key, scan_positions
 from codemodekit.spec.raw import (
     RawMcpSource,
     RawOpenApiSource,
@@ -68,19 +69,34 @@ def parse_spec(text: str, *, file: str | os.PathLike[str] = "codemode.toml") -> 
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        source = SourceText(text, scan_positions(text))
+        source = SourceText(text, _scan(text))
         raise SpecError(file, [_syntax_issue(str(exc), text, source)]) from None
     try:
         raw = RawSpec.model_validate(data)
     except ValidationError as exc:
         # Positions are only needed to report problems: scan the text only then.
-        source = SourceText(text, scan_positions(text))
-        issues = [describe_error(error, source) for error in drop_shadowed_missing(exc.errors())]
+        source = SourceText(text, _scan(text))
+        issues = [_describe(error, source) for error in drop_shadowed_missing(exc.errors())]
         raise SpecError(file, _ordered(issues)) from None
-    issues = _cross_field_issues(raw, lambda: SourceText(text, scan_positions(text)))
+    issues = _cross_field_issues(raw, lambda: SourceText(text, _scan(text)))
     if issues:
         raise SpecError(file, _ordered(issues))
     return _resolve(raw, Path(os.path.abspath(file)))
+
+
+def _describe(error: ErrorDetails, source: SourceText) -> SpecIssue:
+    try:
+        return describe_error(error, source)
+    except Exception:  # an error shape the rewriter does not know: pydantic's own words
+        return source.issue(tuple(error["loc"]), error["msg"])
+
+
+def _scan(text: str) -> Positions:
+    # Positions only decorate an error; a scanner bug must never replace the real report.
+    try:
+        return scan_positions(text)
+    except Exception:
+        return Positions()
 
 
 def _ordered(issues: list[SpecIssue]) -> list[SpecIssue]:
@@ -107,7 +123,10 @@ def _syntax_issue(message: str, text: str, source: SourceText) -> SpecIssue:
     declared = _DECLARED_TWICE.match(detail)
     twice: tuple[str, ...] | None = None
     if declared:
-        twice = tuple(ast.literal_eval(declared.group(1)))
+        try:
+            twice = tuple(str(part) for part in ast.literal_eval(declared.group(1)))
+        except (ValueError, SyntaxError, TypeError):
+            twice = None
     elif detail == "Cannot overwrite a value":
         twice = _assigned_key(lines, line)
     if twice is not None:
@@ -121,7 +140,10 @@ def _syntax_issue(message: str, text: str, source: SourceText) -> SpecIssue:
             f"defined twice{where}; TOML allows each key and table once: merge the two",
         )
     if detail == "Illegal character '\\n'" and current.count('"') % 2 == 1:
-        detail = 'unterminated string: close the "..." on the same line (use """...""" for text over several lines)'
+        detail = (
+            'unterminated string: close the "..." on the same line '
+            '(use """...""" for text over several lines)'
+        )
     elif detail.startswith("Duplicate inline table key"):
         detail = "a key is set twice in this inline table"
     elif detail:
