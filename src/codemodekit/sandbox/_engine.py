@@ -34,6 +34,7 @@ HEADROOM_BYTES = 4 * 1024 * 1024
 log = logging.getLogger("codemodekit.sandbox")
 
 _FRAME = re.compile(r"^\s*at (?:(?P<name>.*?) \()?<input>:(?P<line>\d+):(?P<column>\d+)\)?\s*$")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _LEVELS = frozenset({"log", "info", "warn", "error", "debug", "truncated"})
 
 
@@ -77,7 +78,7 @@ class Step:
 def _well_formed(value: Any) -> Any:
     """Replace lone surrogates (JSON allows ``\\ud800``; UTF-8 does not)."""
     if isinstance(value, str):
-        return value.encode("utf-8", "replace").decode("utf-8")
+        return _SURROGATE.sub("\ufffd", value)
     if isinstance(value, list):
         return [_well_formed(v) for v in value]
     if isinstance(value, dict):
