@@ -107,3 +107,8 @@ async def test_bad_base_url_is_refused() -> None:
     provider = make_provider("wire.yaml", base_url="ftp://127.0.0.1/x")
     with pytest.raises(SourceUnavailable, match=r"sources\.api\.base_url"):
         await started(provider)
+
+
+async def test_timeout_is_a_tool_error(wire: OpenApiToolProvider) -> None:
+    with pytest.raises(ToolError, match=r"GET /sleep: the API did not answer within 0\.2s"):
+        await wire.call_tool("sleep", {}, context(timeout_s=0.2))

@@ -169,6 +169,8 @@ class SchemaConverter:
         if "$ref" in schema:
             try:
                 key = self.document.ref_key(schema["$ref"], base)
+                if key not in self._names:
+                    self.document.lookup(key)  # unresolvable: inline unknown, never a named type
             except UnresolvedRef as exc:
                 self._note(exc.reason)
                 ref_out: dict[str, Any] = {}
