@@ -228,8 +228,17 @@ def _prepare(
         return None, what + exc.reason
 
 
+def _compile(prepared: PreparedSchema, compiled: dict[str, Validator]) -> Validator:
+    # Keyed by the normalized text (which starts with the dialect): identical schemas,
+    # within a build or across a refresh, share one immutable validator.
+    validator = compiled.get(prepared.text)
+    if validator is None:
+        validator = compiled[prepared.text] = compile_validator(prepared)
+    return validator
+
+
 def _definition(
-    source: str, spec: ToolSpec
+    source: str, spec: ToolSpec, compiled: dict[str, Validator]
 ) -> tuple[ToolDefinition, tuple[Validator, Validator | None] | None, str]:
     """The normalized tool, its compiled validators (``None`` if quarantined), its digest."""
     quarantine: str | None = None
@@ -240,7 +249,7 @@ def _definition(
     )
     if prepared_in is not None:
         try:
-            input_validator = compile_validator(prepared_in)
+            input_validator = _compile(prepared_in, compiled)
         except SchemaUnsupported as exc:
             quarantine = exc.reason
     prepared_out: PreparedSchema | None = None
@@ -252,7 +261,7 @@ def _definition(
         )
         if prepared_out is not None:
             try:
-                output_validator = compile_validator(prepared_out)
+                output_validator = _compile(prepared_out, compiled)
             except SchemaUnsupported as exc:
                 problem = "output schema: " + exc.reason
         quarantine = quarantine or problem
@@ -298,11 +307,30 @@ def _definition(
     return definition, validators, digest.hexdigest()
 
 
-def build_contribution(source: str, discovery: Discovery) -> SourceContribution:
+def _reusable(previous: SourceContribution | None) -> dict[str, Validator]:
+    """Validators of a previous contribution, by normalized schema text."""
+    compiled: dict[str, Validator] = {}
+    if previous is None:
+        return compiled
+    for tool in previous.tools:
+        pair = previous.validators.get(tool.name)
+        if pair is None:
+            continue
+        if isinstance(tool.input_schema, FrozenJSON):
+            compiled[tool.input_schema.text] = pair[0]
+        if pair[1] is not None and isinstance(tool.output_schema, FrozenJSON):
+            compiled[tool.output_schema.text] = pair[1]
+    return compiled
+
+
+def build_contribution(
+    source: str, discovery: Discovery, *, previous: SourceContribution | None = None
+) -> SourceContribution:
     """Normalize a source's discovery and compile every validator once.
 
     A tool whose schema is invalid or unenforceable is kept, quarantined with the reason;
-    its siblings are unaffected. Duplicate names: the last one listed wins.
+    its siblings are unaffected. Duplicate names: the last one listed wins. Validators of
+    unchanged schemas are taken from ``previous`` instead of being compiled again.
     """
     by_name: dict[str, ToolSpec] = {}
     duplicates = 0
@@ -325,12 +353,13 @@ def build_contribution(source: str, discovery: Discovery) -> SourceContribution:
     tools: list[ToolDefinition] = []
     digests: list[str] = []
     validators: dict[str, tuple[Validator, Validator | None]] = {}
+    compiled = _reusable(previous)
     for name in sorted(by_name):
-        definition, compiled, digest = _definition(source, by_name[name])
+        definition, pair, digest = _definition(source, by_name[name], compiled)
         tools.append(definition)
         digests.append(digest)
-        if compiled is not None:
-            validators[name] = compiled
+        if pair is not None:
+            validators[name] = pair
     skipped = tuple(
         sorted(
             (SkippedOperation(source, s.name, s.reason) for s in discovery.skipped),
@@ -380,7 +409,13 @@ class Catalog:
         # Content-derived: sorted tools' digests, skipped operations and the source list.
         digest = hashlib.sha256()
         for contribution in self._contributions.values():
-            for tool_digest in contribution.digests:
+            digests = contribution.digests
+            if len(digests) != len(contribution.tools):  # built by hand, without digests
+                digests = tuple(
+                    hashlib.sha256(canonical_json(thaw(t.fingerprint())).encode()).hexdigest()
+                    for t in contribution.tools
+                )
+            for tool_digest in digests:
                 digest.update(tool_digest.encode() + b"\n")
         for skipped in self._skipped:
             digest.update(canonical_json([skipped.source, skipped.name, skipped.reason]).encode())
@@ -389,6 +424,7 @@ class Catalog:
 
     @classmethod
     def build(cls, discoveries: Mapping[str, Discovery], *, sources: Iterable[str] = ()) -> Catalog:
+        """Normalize every discovery; ``sources`` adds configured sources with no tools."""
         return cls(
             (build_contribution(name, d) for name, d in discoveries.items()), sources=sources
         )
@@ -396,7 +432,9 @@ class Catalog:
     def with_source(self, source: str, discovery: Discovery) -> Catalog:
         """A new catalog in which only ``source``'s contribution is replaced."""
         contribs = dict(self._contributions)
-        contribs[source] = build_contribution(source, discovery)
+        contribs[source] = build_contribution(
+            source, discovery, previous=self._contributions.get(source)
+        )
         return Catalog(contribs.values(), sources=self._sources)
 
     @property

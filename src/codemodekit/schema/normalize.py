@@ -104,12 +104,11 @@ def dialect_of(schema: Mapping[str, Any]) -> str:
 
 
 def _canonical_dialect(value: Any, what: str) -> str:
-    if not isinstance(value, str):
-        raise SchemaUnsupported(f"{what} must be a string URI")
-    canonical = _CANONICAL_DIALECT.get(value)
+    canonical = _CANONICAL_DIALECT.get(value) if isinstance(value, str) else None
     if canonical is None:
+        shown = bound_text(repr(value), 120)
         raise SchemaUnsupported(
-            f"unsupported JSON Schema dialect {value!r}; use draft 2020-12, 2019-09, "
+            f"unsupported JSON Schema dialect in {what}: {shown}; use draft 2020-12, 2019-09, "
             "draft-07, draft-06 or draft-04"
         )
     return canonical

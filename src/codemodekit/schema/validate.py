@@ -12,6 +12,7 @@ the way the reference implementation sees it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -68,22 +69,48 @@ overflow the C stack (killing the process) on instances nested some 10,000 level
 JSON decoders stop near 1,000 anyway."""
 
 
-def _too_deep(instance: Any, limit: int = MAX_DEPTH) -> bool:
-    """True when ``instance`` nests deeper than ``limit`` containers (iterative, early exit)."""
-    kind = type(instance)
-    if kind is not dict and kind is not list and kind is not tuple:
-        return False
-    stack: list[tuple[Any, int]] = [(instance, 1)]
+_CONTAINERS = (dict, list, tuple)
+_SCALARS = frozenset({str, int, bool, type(None)})
+
+
+def _not_json(value: Any) -> str | None:
+    """Why ``value`` is not JSON data, if it is not: checked before the Rust validator sees
+    it, since that converts lazily (a set under an unconstrained key passes) and recurses
+    natively (deep nesting overflows the C stack). Iterative, early exit."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
-        value, depth = stack.pop()
-        if depth > limit:
-            return True
-        children = value.values() if type(value) is dict else value
+        node, depth = stack.pop()
+        kind = type(node)
+        if kind is dict:
+            if depth > MAX_DEPTH:
+                return f"value nests deeper than {MAX_DEPTH} levels"
+            for key in node:
+                if not isinstance(key, str):
+                    return f"object key {bound_text(repr(key), 40)} is not a string"
+            children: Any = node.values()
+        elif kind is list or kind is tuple:
+            if depth > MAX_DEPTH:
+                return f"value nests deeper than {MAX_DEPTH} levels"
+            children = node
+        else:
+            children = (node,)
+            depth -= 1
         for child in children:
             child_kind = type(child)
-            if child_kind is dict or child_kind is list or child_kind is tuple:
+            if child_kind in _SCALARS:
+                continue
+            if child_kind is float:
+                if child != child or child in (math.inf, -math.inf):
+                    return f"{child} is not a JSON number"
+            elif child_kind in _CONTAINERS:
                 stack.append((child, depth + 1))
-    return False
+            elif isinstance(child, str | int | float) and not isinstance(child, bool | float):
+                continue  # str and int subclasses (enums) encode as JSON
+            elif isinstance(child, dict | list | tuple):
+                stack.append((child, depth + 1))
+            else:
+                return f"{child_kind.__name__} is not JSON data"
+    return None
 
 
 class Validator:
@@ -101,7 +128,7 @@ class Validator:
         self.dialect = dialect
 
     def is_valid(self, instance: Any) -> bool:
-        if _too_deep(instance):
+        if _not_json(instance) is not None:
             return False
         try:
             return bool(self._impl.is_valid(instance))
@@ -110,8 +137,9 @@ class Validator:
 
     def issues(self, instance: Any, *, limit: int = MAX_ISSUES) -> tuple[ValidationIssue, ...]:
         """At most ``limit`` issues, each with a JSON path and a bounded message."""
-        if _too_deep(instance):
-            return (ValidationIssue("$", f"value nests deeper than {MAX_DEPTH} levels", "depth"),)
+        problem = _not_json(instance)
+        if problem is not None:
+            return (ValidationIssue("$", problem, "type"),)
         found: list[ValidationIssue] = []
         try:
             for error in self._impl.iter_errors(instance):
@@ -179,13 +207,13 @@ def compile_validator(schema: Mapping[str, Any] | PreparedSchema) -> Validator:
             raise SchemaUnsupported(f"remote $ref {retriever.asked[0]} is not fetched") from None
         if type(exc.kind).__name__ == "Referencing":
             raise SchemaUnsupported(f"$ref does not resolve: {exc.message}") from None
-        first_line = str(exc).split("\n", 1)[0]
+        first_line = f"at {json_path(exc.instance_path)}: {exc.message}"
         reason = None
         try:
             reason = _reference_reason(document)
         except Exception:  # the reference library may choke on what rs already refused
             reason = None
-        raise SchemaUnsupported(reason or f"invalid schema: {first_line}") from None
+        raise SchemaUnsupported(reason or f"invalid schema {first_line}") from None
     except (ValueError, TypeError, OverflowError) as exc:
         raise SchemaUnsupported(f"invalid schema: {exc}") from None
     return Validator(impl, dialect)
