@@ -3,7 +3,7 @@
 Routes (any method):
   /status/{code}     reply {code} with a JSON body echoing the request headers and query
   /text              text/plain reply;  /binary  image/png bytes;  /blob  application/zip
-  /empty             204 without a body;  /sleep  answers after 5 s
+  /empty             204 without a body;  /sleep  answers after 2 s
   /huge              an endless-looking stream (no Content-Length); ``huge_sent`` counts bytes
   /redirect/same     302 to /landed on this server;  /redirect/other  302 to another host
   /redirect/loop     302 to itself
@@ -85,7 +85,7 @@ class RecordingApp:
         if path.startswith("/status/"):
             await reply(int(path.rsplit("/", 1)[1]), json.dumps(echo).encode(), "application/json")
         elif path == "/sleep":
-            await asyncio.sleep(5)
+            await asyncio.sleep(2)
             await reply(200, b"{}", "application/json")
         elif path == "/text":
             await reply(200, "héllo\nworld".encode(), "text/plain; charset=utf-8")
