@@ -3,7 +3,7 @@
 ``register_code_mode_tools(server, code_mode)`` adds the two tools to an ``mcp`` server the
 consumer owns (``mcp.server.mcpserver.MCPServer`` or the low-level ``mcp.server.Server``);
 the consumer's own tools stay beside them and the server's lifecycle stays the consumer's.
-``serve_stdio`` / ``serve_http`` are the batteries-included hosts behind ``codemode serve``.
+``codemodekit.mcp_serve`` hosts it over stdio or Streamable HTTP (``codemode serve``).
 
 Results (see docs/adr/0013):
 
@@ -22,23 +22,16 @@ cancellation reaches ``CodeMode.run``, which cancels the sandbox and every tool 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import hmac
-import ipaddress
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import mcp_types as types
-import uvicorn
 from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
-from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from codemodekit.errors import Diagnostic
 from codemodekit.limits import Limits
@@ -481,141 +474,13 @@ def _register_lowlevel(server: Server[Any], code_mode: CodeMode, *, search: bool
     server.get_tool_input_schema = input_schema
 
 
-# -- serving ------------------------------------------------------------------------------------
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
-HTTP_PATH = "/mcp"
-
-
-def is_loopback(host: str) -> bool:
-    if host in LOOPBACK_HOSTS:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def create_server(
-    code_mode: CodeMode, *, search: bool = True, instructions: str | None = None
-) -> MCPServer[Any]:
-    """A new ``MCPServer`` named after ``code_mode`` with the Code Mode tools registered."""
-    server: MCPServer[Any] = MCPServer(
-        code_mode.name,
-        instructions=instructions
-        or f"Use {RUN_TOOL} to call this server's tools from TypeScript"
-        + (f"; use {SEARCH_TOOL} to find them." if search else "."),
-    )
-    register_code_mode_tools(server, code_mode, search=search)
-    return server
-
-
-class BearerAuth:
-    """ASGI middleware: every HTTP request needs ``Authorization: Bearer <token>``.
-
-    The comparison is constant-time (``hmac.compare_digest``); anything else gets 401.
-    """
-
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        if not token:
-            raise ValueError("the bearer token must not be empty")
-        self._app = app
-        self._expected = b"Bearer " + token.encode()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket"):
-            await self._app(scope, receive, send)
-            return
-        supplied = b""
-        for key, value in scope.get("headers", ()):
-            if key.lower() == b"authorization":
-                supplied = value
-                break
-        if hmac.compare_digest(supplied, self._expected):
-            await self._app(scope, receive, send)
-            return
-        response = JSONResponse(
-            {"error": "unauthorized", "message": "a valid bearer token is required"},
-            status_code=401,
-            headers={"WWW-Authenticate": "Bearer"},
-        )
-        await response(scope, receive, send)
-
-
-def http_app(
-    server: MCPServer[Any],
-    *,
-    host: str = "127.0.0.1",
-    auth_token: str | None = None,
-    path: str = HTTP_PATH,
-) -> ASGIApp:
-    """The server's Streamable HTTP app, behind ``BearerAuth`` when a token is given."""
-    app: ASGIApp = server.streamable_http_app(streamable_http_path=path, host=host)
-    return BearerAuth(app, auth_token) if auth_token else app
-
-
-async def serve_stdio(server: MCPServer[Any]) -> None:
-    """Serve over stdin/stdout until the client closes the stream or the task is cancelled."""
-    await server.run_stdio_async()
-
-
-class _Uvicorn(uvicorn.Server):
-    # The caller owns signals (so it can close CodeMode first); uvicorn must not re-raise them.
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
-async def serve_http(
-    server: MCPServer[Any],
-    *,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    auth_token: str | None = None,
-    path: str = HTTP_PATH,
-    on_ready: Callable[[str], None] | None = None,
-) -> None:
-    """Serve Streamable HTTP at ``http://host:port{path}`` until cancelled.
-
-    A non-loopback ``host`` requires ``auth_token`` (``ValueError`` otherwise).
-    ``on_ready(url)`` is called once the socket listens (``port=0`` picks a free port).
-    """
-    if not is_loopback(host) and not auth_token:
-        raise ValueError(f"binding {host} (not loopback) requires a bearer token")
-    app = http_app(server, host=host, auth_token=auth_token, path=path)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    web = _Uvicorn(config)
-    serving = asyncio.ensure_future(web.serve())
-    try:
-        while not web.started:
-            if serving.done():
-                await serving  # startup failed (port in use...): raise its error
-                raise OSError(f"could not listen on {host}:{port}")
-            await asyncio.sleep(0.02)
-        if on_ready is not None:
-            bound = web.servers[0].sockets[0].getsockname()[1] if web.servers else port
-            shown = f"[{host}]" if ":" in host else host
-            on_ready(f"http://{shown}:{bound}{path}")
-        await asyncio.shield(serving)
-    except asyncio.CancelledError:
-        web.should_exit = True
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(serving, timeout=10)
-        raise
-
-
 __all__ = [
     "PROGRESS_PER_SECOND",
     "RUN_TOOL",
     "SEARCH_TOOL",
-    "BearerAuth",
     "ProgressRelay",
-    "create_server",
     "diagnostic_text",
-    "http_app",
-    "is_loopback",
     "register_code_mode_tools",
     "run_description",
     "run_result_to_mcp",
-    "serve_http",
-    "serve_stdio",
 ]

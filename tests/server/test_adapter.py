@@ -13,11 +13,8 @@ from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import MCPServer
 
 from codemodekit import CodeMode, Limits, allow_all_tool_calls, define_tool, local
-from codemodekit.mcp_server import (
-    ProgressRelay,
-    create_server,
-    register_code_mode_tools,
-)
+from codemodekit.mcp_serve import create_server
+from codemodekit.mcp_server import ProgressRelay, register_code_mode_tools
 from codemodekit.run import ProgressEvent
 
 _OBJECT = {"type": "object", "properties": {"x": {"type": "string"}}}

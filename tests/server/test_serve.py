@@ -409,3 +409,108 @@ def test_inspector_cli_over_http(http_server: Served, tmp_path: Path) -> None:
         "query=echo",
     )
     assert called["structuredContent"]["tools"][0]["address"] == "tools.app.echo"
+
+
+# -- graceful shutdown closes sources and their child processes ------------------------------------
+CHILD_SERVER = '''
+import os
+import sys
+from pathlib import Path
+
+from mcp.server.mcpserver import MCPServer
+
+Path(sys.argv[1]).write_text(str(os.getpid()))
+server = MCPServer("child")
+
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+server.run("stdio")
+'''
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still answers signal 0; it has exited all the same.
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split(") ", 1)[1].startswith("Z"))
+
+
+@pytest.fixture
+def child_config(config: Path) -> Path:
+    server = config.parent / "child_server.py"
+    server.write_text(CHILD_SERVER)
+    pid_file = config.parent / "child.pid"
+    config.write_text(
+        CONFIG
+        + f"""
+[sources.child]
+type = "mcp"
+command = {json.dumps(sys.executable)}
+args = [{json.dumps(str(server))}, {json.dumps(str(pid_file))}]
+"""
+    )
+    return config
+
+
+def _wait_gone(pid: int, timeout: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_sigterm_over_http_closes_child_sources(child_config: Path) -> None:
+    served = _start_http(child_config)
+    try:
+        pid = int((child_config.parent / "child.pid").read_text())
+        assert _alive(pid)
+        response = httpx.post(
+            served.url,
+            json={"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {}},
+            headers={"Accept": "application/json, text/event-stream"},
+            timeout=10,
+        )
+        assert response.status_code != 401  # loopback without a token: no auth required
+        code, stderr = served.stop()
+    finally:
+        if served.process.poll() is None:
+            served.process.kill()
+    assert code == 0 and "stopped" in stderr
+    assert _wait_gone(pid), "the child MCP server outlived codemode serve"
+
+
+def test_sigterm_over_stdio_closes_child_sources(child_config: Path) -> None:
+    process = subprocess.Popen(
+        _serve_command(child_config),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=child_config.parent,
+    )
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        assert "over stdio" in line, line
+        assert "2 sources" in line or "3 tools" in line
+        pid = int((child_config.parent / "child.pid").read_text())
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=30)
+        rest = process.stderr.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert code == 0, rest
+    assert "stopped" in rest
+    assert _wait_gone(pid), "the child MCP server outlived codemode serve"

@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from codemodekit.cli.common import CliExit, add_config_argument, load_config
-from codemodekit.mcp_server import create_server, is_loopback, serve_http, serve_stdio
+from codemodekit.mcp_serve import create_server, is_loopback, serve_http, serve_stdio
 from codemodekit.run import CodeMode
 
 DEFAULT_PORT = 8000

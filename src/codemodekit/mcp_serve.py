@@ -1,0 +1,224 @@
+"""Hosting the Code Mode MCP server: stdio and Streamable HTTP (behind ``codemode serve``).
+
+``create_server(code_mode)`` builds a low-level ``mcp`` server with the two Code Mode tools;
+``serve_stdio`` and ``serve_http`` run it until cancelled. Binding a non-loopback address
+requires a bearer token, checked in constant time on every HTTP request (``BearerAuth``).
+The caller owns signals and the ``CodeMode`` lifecycle (see ``cli/cmd_serve.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import io
+import ipaddress
+import os
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import uvicorn
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from codemodekit.mcp_server import RUN_TOOL, SEARCH_TOOL, register_code_mode_tools
+
+if TYPE_CHECKING:
+    from codemodekit.run import CodeMode
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+HTTP_PATH = "/mcp"
+MAX_STDIO_LINE = 64 * 1024 * 1024
+"""Longest JSON-RPC line read from stdin (a run's source alone may be 128 KiB)."""
+
+
+def is_loopback(host: str) -> bool:
+    if host in LOOPBACK_HOSTS:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def create_server(
+    code_mode: CodeMode, *, search: bool = True, instructions: str | None = None
+) -> Server[Any]:
+    """A new low-level ``mcp`` server named after ``code_mode`` with the Code Mode tools."""
+    server: Server[Any] = Server(
+        code_mode.name,
+        instructions=instructions
+        or f"Use {RUN_TOOL} to call this server's tools from TypeScript"
+        + (f"; use {SEARCH_TOOL} to find them." if search else "."),
+    )
+    register_code_mode_tools(server, code_mode, search=search)
+    return server
+
+
+class BearerAuth:
+    """ASGI middleware: every HTTP request needs ``Authorization: Bearer <token>``.
+
+    The comparison is constant-time (``hmac.compare_digest``); anything else gets 401.
+    """
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        if not token:
+            raise ValueError("the bearer token must not be empty")
+        self._app = app
+        self._expected = b"Bearer " + token.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self._app(scope, receive, send)
+            return
+        supplied = b""
+        for key, value in scope.get("headers", ()):
+            if key.lower() == b"authorization":
+                supplied = value
+                break
+        if hmac.compare_digest(supplied, self._expected):
+            await self._app(scope, receive, send)
+            return
+        response = JSONResponse(
+            {"error": "unauthorized", "message": "a valid bearer token is required"},
+            status_code=401,
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+        await response(scope, receive, send)
+
+
+def http_app(
+    server: Server[Any],
+    *,
+    host: str = "127.0.0.1",
+    auth_token: str | None = None,
+    path: str = HTTP_PATH,
+) -> ASGIApp:
+    """The server's Streamable HTTP app, behind ``BearerAuth`` when a token is given."""
+    app: ASGIApp = server.streamable_http_app(streamable_http_path=path, host=host)
+    return BearerAuth(app, auth_token) if auth_token else app
+
+
+class _Lines:
+    """Async iterator of text lines over an ``asyncio.StreamReader`` (cancellable reads)."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self._reader = reader
+
+    def __aiter__(self) -> _Lines:
+        return self
+
+    async def __anext__(self) -> str:
+        line = await self._reader.readline()
+        if not line:
+            raise StopAsyncIteration
+        return line.decode("utf-8", errors="replace")
+
+
+@contextlib.asynccontextmanager
+async def _process_stdio() -> AsyncIterator[tuple[Any, Any]]:
+    """The process's stdin/stdout as the wire, with fd 0/1 diverted while serving.
+
+    The SDK's default stdin reader blocks a worker thread that cannot be cancelled, so a
+    SIGTERM would hang until the client sends a byte. Reading through an asyncio pipe keeps
+    shutdown prompt. Tools' stray reads see EOF and stray prints go to stderr, as with the
+    SDK's own transport. Falls back to ``(None, None)`` (the SDK default) when stdin is not
+    a pipe, socket or terminal.
+    """
+    loop = asyncio.get_running_loop()
+    wire_in, wire_out = os.dup(0), os.dup(1)
+    saved_in, saved_out = os.dup(0), os.dup(1)
+    reader = asyncio.StreamReader(limit=MAX_STDIO_LINE)
+    try:
+        transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(wire_in, "rb", buffering=0)
+        )
+    except (ValueError, OSError):
+        for fd in (wire_in, wire_out, saved_in, saved_out):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        yield None, None
+        return
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    stdout = anyio.wrap_file(io.TextIOWrapper(os.fdopen(wire_out, "wb"), encoding="utf-8"))
+    try:
+        yield _Lines(reader), stdout
+    finally:
+        transport.close()
+        with contextlib.suppress(Exception):
+            await stdout.aclose()
+        os.dup2(saved_in, 0)
+        os.dup2(saved_out, 1)
+        os.close(saved_in)
+        os.close(saved_out)
+
+
+async def serve_stdio(server: Server[Any]) -> None:
+    """Serve over stdin/stdout until the client closes the stream or the task is cancelled."""
+    async with (
+        _process_stdio() as (stdin, stdout),
+        stdio_server(stdin=stdin, stdout=stdout) as (read, write),
+    ):
+        await server.run(read, write, server.create_initialization_options())
+
+
+class _Uvicorn(uvicorn.Server):
+    # The caller owns signals (so it can close CodeMode first); uvicorn must not re-raise them.
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+async def serve_http(
+    server: Server[Any],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    auth_token: str | None = None,
+    path: str = HTTP_PATH,
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve Streamable HTTP at ``http://host:port{path}`` until cancelled.
+
+    A non-loopback ``host`` requires ``auth_token`` (``ValueError`` otherwise).
+    ``on_ready(url)`` is called once the socket listens (``port=0`` picks a free port).
+    """
+    if not is_loopback(host) and not auth_token:
+        raise ValueError(f"binding {host} (not loopback) requires a bearer token")
+    app = http_app(server, host=host, auth_token=auth_token, path=path)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    web = _Uvicorn(config)
+    serving = asyncio.ensure_future(web.serve())
+    try:
+        while not web.started:
+            if serving.done():
+                await serving  # startup failed (port in use...): raise its error
+                raise OSError(f"could not listen on {host}:{port}")
+            await asyncio.sleep(0.02)
+        if on_ready is not None:
+            bound = web.servers[0].sockets[0].getsockname()[1] if web.servers else port
+            shown = f"[{host}]" if ":" in host else host
+            on_ready(f"http://{shown}:{bound}{path}")
+        await asyncio.shield(serving)
+    except asyncio.CancelledError:
+        web.should_exit = True
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(serving, timeout=10)
+        raise
+
+
+__all__ = [
+    "HTTP_PATH",
+    "BearerAuth",
+    "create_server",
+    "http_app",
+    "is_loopback",
+    "serve_http",
+    "serve_stdio",
+]
