@@ -78,9 +78,9 @@ async def test_one_huge_message_is_cut_explicitly(sandbox: CodeSandbox) -> None:
 
 
 async def test_a_log_flood_stays_bounded(sandbox: CodeSandbox) -> None:
-    code = "for (let i = 0; i < 300000; i++) console.log('flood line number ' + i); return 'ok'"
+    code = "for (let i = 0; i < 100000; i++) console.log('flood line number ' + i); return 'ok'"
     outcome = await run(sandbox, code, memory_bytes=16 * 1024 * 1024, compute_time_ms=20000)
     assert outcome.ok and outcome.value == "ok"
     assert len(outcome.logs) == 100
-    assert outcome.logs[-1].message == "flood line number 299999"
+    assert outcome.logs[-1].message == "flood line number 99999"
     assert (await run(sandbox, "return 1")).value == 1

@@ -1,0 +1,158 @@
+"""Behaviour specific to the QuickJS adapter: threads, disposal, stack, accounting."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+
+import pytest
+import quickjs
+
+from codemodekit.errors import ErrorCode
+from codemodekit.limits import Limits
+from codemodekit.sandbox._workers import JsWorkers
+from codemodekit.sandbox.base import CompiledProgram
+from codemodekit.sandbox.quickjs import QuickJsSandbox
+from tests.conformance.sandbox.harness import HostDouble, compile_code, run
+
+
+def live_contexts() -> int:
+    # No gc.collect(): disposal must come from reference counting, deterministically.
+    return sum(1 for obj in gc.get_objects() if type(obj) is quickjs.Context)
+
+
+@pytest.fixture
+def workers() -> object:
+    pool = JsWorkers(2, name="test-js")
+    yield pool
+    pool.shutdown()
+
+
+def test_offload_mode_is_checked() -> None:
+    with pytest.raises(ValueError, match="offload"):
+        QuickJsSandbox(offload="process")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("offload", ["thread", "inline"])
+async def test_contexts_are_disposed_after_every_kind_of_end(offload: str) -> None:
+    sandbox = QuickJsSandbox(offload=offload)  # type: ignore[arg-type]
+    before = live_contexts()
+    codes = [
+        "return 1",
+        "throw new Error('x')",
+        "for (;;) {}",
+        "const a = []; for (;;) a.push('x' + a.length)",
+        "function f() { return f() } f()",
+        "await new Promise(() => {})",
+        "return 10n",
+        "await tools.t.fail({})",
+        "console.log('x'); return await tools.t.echo({})",
+    ]
+    for code in codes:
+        await run(sandbox, code, compute_time_ms=100, memory_bytes=8 * 1024 * 1024)
+        assert live_contexts() == before, code
+
+
+async def test_cancelled_run_disposes_its_context() -> None:
+    sandbox = QuickJsSandbox()
+    before = live_contexts()
+    host = HostDouble()
+    task = asyncio.ensure_future(
+        sandbox.run(compile_code("await tools.t.wait({})"), host, Limits())
+    )
+    while not host.calls:
+        await asyncio.sleep(0.001)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert live_contexts() == before
+
+
+async def test_cancelled_slice_disposes_when_it_ends() -> None:
+    workers = JsWorkers(1, name="test-js-single")  # so the probe below queues behind the slice
+    sandbox = QuickJsSandbox(workers=workers)
+    before = live_contexts()
+    program = compile_code("for (;;) {}")
+    task = asyncio.ensure_future(sandbox.run(program, HostDouble(), Limits(compute_time_ms=200)))
+    await asyncio.sleep(0.02)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    # The slice cannot be interrupted from outside; it ends at its compute budget and the
+    # worker disposes the context right after. Wait for that without timing it.
+    await asyncio.wrap_future(workers.submit(lambda: None))
+    workers.shutdown()
+    assert live_contexts() == before
+
+
+async def test_event_loop_stays_responsive_during_a_long_slice(workers: JsWorkers) -> None:
+    sandbox = QuickJsSandbox(workers=workers)
+    ticks = 0
+    stop = False
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while not stop:
+            ticks += 1
+            await asyncio.sleep(0.001)
+
+    ticking = asyncio.ensure_future(ticker())
+    outcome = await run(
+        sandbox,
+        "let x = 0; for (let i = 0; i < 3e7; i++) x += i; return x > 0",
+        compute_time_ms=60000,
+    )
+    stop = True
+    await ticking
+    assert outcome.ok
+    assert ticks > 5  # the loop kept turning while JavaScript ran on a worker
+
+
+async def test_slices_of_one_run_may_move_between_threads(workers: JsWorkers) -> None:
+    sandbox = QuickJsSandbox(workers=workers)
+    code = """
+    let depth = 0;
+    for (let i = 0; i < 20; i++) {
+      await tools.t.echo({ i });
+      function f(n) { try { return f(n + 1) } catch (e) { return n } }
+      depth = Math.max(depth, f(0));
+    }
+    return depth;
+    """
+    outcomes = await asyncio.gather(*(run(sandbox, code) for _ in range(8)))
+    assert all(o.ok and isinstance(o.value, int) and o.value > 100 for o in outcomes)
+
+
+async def test_stack_limit_follows_limits() -> None:
+    sandbox = QuickJsSandbox()
+    code = "function f(n) { try { return f(n + 1) } catch (e) { return n } } return f(0)"
+    small = await run(sandbox, code, stack_bytes=128 * 1024)
+    large = await run(sandbox, code, stack_bytes=2 * 1024 * 1024)
+    assert small.ok and large.ok
+    assert isinstance(small.value, int) and isinstance(large.value, int)
+    assert small.value < large.value
+
+
+async def test_compute_is_reported_and_bounded() -> None:
+    sandbox = QuickJsSandbox()
+    outcome = await run(sandbox, "return 1")
+    assert 0 < outcome.compute_ms < Limits().compute_time_ms
+    limited = await run(sandbox, "for (;;) {}", compute_time_ms=50)
+    assert limited.diagnostic is not None and limited.diagnostic.code is ErrorCode.COMPUTE_LIMIT
+    assert limited.compute_ms == pytest.approx(50, rel=0.5)
+
+
+async def test_code_containing_nul_characters() -> None:
+    source = 'return "a\x00b".length'
+    program = CompiledProgram("(async () => {\n" + source + "\n})()", 1, source)
+    outcome = await run(QuickJsSandbox(), program)
+    assert outcome.ok and outcome.value == 3
+
+
+async def test_prelude_frames_never_become_the_location() -> None:
+    code = "\n\nconst r = await tools.t.fail({ why: 'x' })"
+    outcome = await run(QuickJsSandbox(), code)
+    assert outcome.diagnostic is not None and outcome.diagnostic.location is not None
+    assert outcome.diagnostic.location.line == 3
+    # Within `tools.t.fail(`: QuickJS points at the property name of the call.
+    assert 17 <= outcome.diagnostic.location.column <= 29
