@@ -11,6 +11,7 @@ to these final names. The input-merging rule is ADR 0010.
 from __future__ import annotations
 
 import fnmatch
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,8 @@ from codemodekit.providers.openapi.document import OpenApiDocument, UnresolvedRe
 from codemodekit.providers.openapi.parameters import ParamPlan, Unsupported
 from codemodekit.providers.openapi.schemas import SchemaConverter
 from codemodekit.providers.openapi.security import SecurityPlan, plan_security, shadowed
+
+log = logging.getLogger("codemodekit.providers.openapi")
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 _SAFE_METHODS = frozenset({"get", "head", "options"})
@@ -220,6 +223,13 @@ def build(
             )
         except Unsupported as exc:
             skipped.append(SkippedTool(name, f"{label}: {exc.reason}"))
+            continue
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError, RecursionError) as exc:
+            # A shape the checks above did not anticipate: one operation is lost, never
+            # the source. The traceback goes to the host log for a bug report.
+            log.warning("source %r: cannot read %s", source, label, exc_info=True)
+            reason = f"{label}: the operation could not be read ({type(exc).__name__})"
+            skipped.append(SkippedTool(name, reason))
             continue
         tools.append(spec)
         plans[name] = plan

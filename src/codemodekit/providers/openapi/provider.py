@@ -86,6 +86,8 @@ class OpenApiToolProvider:
         except SourceUnavailable as exc:
             self._status, self._message = HealthStatus.UNAVAILABLE, str(exc)
             raise
+        if self._client is not None:  # started again: never leak the previous connections
+            await self._client.aclose()
         self._client = http.make_client(self._limits.tool_call_time_ms / 1000, self._transport)
         self._tools = len(discovery.tools)
         self._status = HealthStatus.OK
