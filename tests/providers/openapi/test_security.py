@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import logging
+from urllib.parse import quote
 
 import pytest
 
@@ -105,7 +106,13 @@ async def test_credentials_never_leak(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     provider, discovery = await secured(server)
-    secrets = [KEY, TOKEN, PASSWORD, base64.b64encode(f"alice:{PASSWORD}".encode()).decode()]
+    secrets = [
+        KEY,
+        quote(KEY, safe=""),
+        TOKEN,
+        PASSWORD,
+        base64.b64encode(f"alice:{PASSWORD}".encode()).decode(),
+    ]
     try:
         # The error body echoes every request header and the query (with the key).
         with pytest.raises(ToolError) as caught:
@@ -115,6 +122,7 @@ async def test_credentials_never_leak(
         assert error.message.startswith("GET /status/{code} failed: HTTP 401 Unauthorized: {")
         # A 200 echo is scrubbed as well: the sandbox never receives a credential.
         ok = await provider.call_tool("headerKey", {}, context())
+        await provider.call_tool("queryKey", {}, context())  # httpx logs the URL at INFO
         visible = [
             repr(discovery),
             repr(provider),

@@ -14,6 +14,7 @@ import base64
 import contextlib
 import http.cookiejar
 import json
+import logging
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -79,6 +80,39 @@ class Scrubber:
         if isinstance(value, dict):
             return {self(k): self.value(v) for k, v in value.items()}
         return value
+
+
+class _HttpxLogScrubber(logging.Filter):
+    """httpx logs every request URL at INFO; a query-placed API key must not reach a log.
+
+    One filter on the ``httpx`` logger consults the scrubbers of the running providers.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.active: list[Scrubber] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.active:
+            text = record.getMessage()
+            for scrub in list(self.active):
+                text = scrub(text)
+            record.msg, record.args = text, ()
+        return True
+
+
+_HTTPX_FILTER = _HttpxLogScrubber()
+logging.getLogger("httpx").addFilter(_HTTPX_FILTER)
+
+
+def watch_logs(scrub: Scrubber) -> None:
+    if scrub not in _HTTPX_FILTER.active:
+        _HTTPX_FILTER.active.append(scrub)
+
+
+def unwatch_logs(scrub: Scrubber) -> None:
+    if scrub in _HTTPX_FILTER.active:
+        _HTTPX_FILTER.active.remove(scrub)
 
 
 def build_request(

@@ -118,7 +118,9 @@ class OpenApiToolProvider:
         self._base_url = base_url
         self._plans = built.plans
         self._credentials = Credentials(values)
+        http.unwatch_logs(self._scrub)
         self._scrub = http.Scrubber(self._credentials.secrets())
+        http.watch_logs(self._scrub)
         return built.discovery
 
     async def call_tool(self, name: str, arguments: JsonObject, context: CallContext) -> ToolOutput:
@@ -146,6 +148,7 @@ class OpenApiToolProvider:
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()
+        http.unwatch_logs(self._scrub)
         self._status = HealthStatus.CLOSED
 
     @property
