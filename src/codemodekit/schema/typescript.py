@@ -14,6 +14,7 @@ and tuple elements are legal TypeScript and kept.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -274,7 +275,7 @@ def _decode_pointer(fragment: str) -> list[str] | None:
 def _resolve(document: Any, tokens: list[str]) -> Any:
     node = document
     for token in tokens:
-        if isinstance(node, Mapping) and token in node:
+        if isinstance(node, dict) and token in node:
             node = node[token]
         elif isinstance(node, list | tuple) and token.isdigit() and int(token) < len(node):
             node = node[int(token)]
@@ -283,46 +284,42 @@ def _resolve(document: Any, tokens: list[str]) -> Any:
     return node
 
 
-def _anchors(document: Any) -> dict[str, str]:
-    """``$anchor`` (and draft-07 ``"$id": "#name"``) → JSON pointer of the schema."""
-    found: dict[str, str] = {}
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples", "example"})
 
-    def walk(node: Any, pointer: str) -> None:
-        if isinstance(node, Mapping):
+
+def _escape_token(token: str) -> str:
+    if "~" in token or "/" in token:
+        return token.replace("~", "~0").replace("/", "~1")
+    return token
+
+
+def _index(document: Any) -> tuple[dict[str, str], list[tuple[str, str]]]:
+    """One walk: ``$anchor`` (and draft-07 ``"$id": "#name"``) → pointer, and every
+    ``$ref`` with the pointer of the schema holding it."""
+    anchors: dict[str, str] = {}
+    refs: list[tuple[str, str]] = []
+    stack: list[tuple[Any, str]] = [(document, "")]
+    while stack:
+        node, pointer = stack.pop()
+        if isinstance(node, dict):
             anchor = node.get("$anchor")
             if isinstance(anchor, str):
-                found.setdefault(anchor, pointer)
+                anchors.setdefault(anchor, pointer)
             sid = node.get("$id")
             if isinstance(sid, str) and sid.startswith("#") and len(sid) > 1:
-                found.setdefault(sid[1:], pointer)
-            for key, value in node.items():
-                if key not in ("enum", "const", "default", "examples", "example"):
-                    walk(value, pointer + "/" + str(key).replace("~", "~0").replace("/", "~1"))
-        elif isinstance(node, list | tuple):
-            for i, value in enumerate(node):
-                walk(value, f"{pointer}/{i}")
-
-    walk(document, "")
-    return found
-
-
-def _refs(document: Any) -> list[str]:
-    out: list[str] = []
-
-    def walk(node: Any) -> None:
-        if isinstance(node, Mapping):
+                anchors.setdefault(sid[1:], pointer)
             ref = node.get("$ref")
             if isinstance(ref, str):
-                out.append(ref)
+                refs.append((pointer, ref))
             for key, value in node.items():
-                if key not in ("enum", "const", "default", "examples", "example"):
-                    walk(value)
-        elif isinstance(node, list | tuple):
-            for value in node:
-                walk(value)
-
-    walk(document)
-    return out
+                if isinstance(value, dict | list) and key not in _DATA_KEYWORDS:
+                    stack.append((value, pointer + "/" + _escape_token(str(key))))
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                if isinstance(value, dict | list):
+                    stack.append((value, f"{pointer}/{i}"))
+    refs.sort()
+    return anchors, refs
 
 
 @dataclass(slots=True)
@@ -361,8 +358,10 @@ class SchemaDeclarations:
         self._doc = document
         self._root_name = root_name
         self._names = names
-        self._anchors = _anchors(document)
-        dialect = document.get("$schema") if isinstance(document, Mapping) else None
+        self._anchors, self._refs = _index(document)
+        self._pointers: dict[str, str | None] = {}
+        self._canonical: dict[str, str] = {}
+        dialect = document.get("$schema") if isinstance(document, dict) else None
         self._legacy_ref = dialect in _LEGACY_DIALECTS
         self._decls: dict[str, _Decl] = {}
         self._external: set[str] = set()
@@ -373,7 +372,7 @@ class SchemaDeclarations:
         self._decls[""] = _Decl(root_name, "", document)
         # Allocate every reference target up front, in pointer order, so names never depend
         # on traversal order.
-        targets = sorted({p for p in (self._pointer(r) for r in _refs(document)) if p})
+        targets = sorted({p for p in (self._pointer(r) for _, r in self._refs) if p})
         for pointer in targets:
             target = _resolve(document, _decode_pointer(pointer) or [])
             if target is None:
@@ -397,9 +396,9 @@ class SchemaDeclarations:
                 shared[signature] = name
 
     def _closure_signature(self, pointer: str, dialect: str) -> str | None:
-        """Canonical text of ``pointer``'s schema and every schema it reaches; ``None`` when
-        it reaches the document root (whose name is this tool's own)."""
-        seen: dict[str, Any] = {}
+        """Digest of ``pointer``'s schema and every schema it reaches; ``None`` when it
+        reaches the document root (whose name is this tool's own)."""
+        seen: set[str] = set()
         queue = [pointer]
         while queue:
             current = queue.pop()
@@ -407,15 +406,31 @@ class SchemaDeclarations:
                 continue
             if current == "":
                 return None
-            node = _resolve(self._doc, _decode_pointer(current) or [])
-            seen[current] = node
-            for ref in _refs(node):
-                target = self._pointer(ref)
-                if target is not None and target not in seen:
-                    queue.append(target)
-        return json.dumps([dialect, pointer, sorted(seen.items())], sort_keys=True, default=str)
+            seen.add(current)
+            prefix = current + "/"
+            for holder, ref in self._refs:
+                if holder == current or holder.startswith(prefix):
+                    target = self._pointer(ref)
+                    if target is not None and target not in seen:
+                        queue.append(target)
+        digest = hashlib.sha256(f"{dialect}\n{pointer}".encode())
+        for current in sorted(seen):
+            text = self._canonical.get(current)
+            if text is None:
+                node = _resolve(self._doc, _decode_pointer(current) or [])
+                text = json.dumps(node, sort_keys=True, ensure_ascii=False, default=str)
+                self._canonical[current] = text
+            digest.update(f"\n{current}\t{text}".encode())
+        return digest.hexdigest()
 
     def _pointer(self, ref: str) -> str | None:
+        if ref in self._pointers:
+            return self._pointers[ref]
+        pointer = self._resolve_pointer(ref)
+        self._pointers[ref] = pointer
+        return pointer
+
+    def _resolve_pointer(self, ref: str) -> str | None:
         if not ref.startswith("#"):
             return None  # remote or relative-URI reference: not expressible here
         fragment = ref[1:]
@@ -497,7 +512,7 @@ class SchemaDeclarations:
             return _UNKNOWN
         if schema is False:
             return _NEVER
-        if not isinstance(schema, Mapping) or depth > _MAX_DEPTH:
+        if not isinstance(schema, dict) or depth > _MAX_DEPTH:
             return _UNKNOWN
         parts: list[_T] = []
         ref = schema.get("$ref")
@@ -577,7 +592,7 @@ class SchemaDeclarations:
     def _object(self, schema: Mapping[str, Any], indent: int, *, depth: int) -> _T:
         pad = _INDENT * (indent + 1)
         props = schema.get("properties")
-        props = props if isinstance(props, Mapping) else {}
+        props = props if isinstance(props, dict) else {}
         required_raw = schema.get("required")
         required = (
             {r for r in required_raw if isinstance(r, str)}
@@ -586,7 +601,7 @@ class SchemaDeclarations:
         )
         extra = schema.get("additionalProperties")
         patterns = schema.get("patternProperties")
-        patterns = patterns if isinstance(patterns, Mapping) else {}
+        patterns = patterns if isinstance(patterns, dict) else {}
 
         lines: list[str] = []
         prop_types: list[tuple[_T, bool]] = []
@@ -602,7 +617,7 @@ class SchemaDeclarations:
         for key in sorted(required - set(props)):
             if extra is False:
                 t = _NEVER
-            elif isinstance(extra, Mapping):
+            elif isinstance(extra, dict):
                 t = self._type(extra, indent + 1, guarded=True, depth=depth + 1)
             else:
                 t = _UNKNOWN
@@ -614,9 +629,9 @@ class SchemaDeclarations:
         for pattern, sub in patterns.items():
             index_parts.append(self._type(sub, indent + 1, guarded=True, depth=depth + 1))
             index_doc.append(f"Keys matching /{pattern}/: {index_parts[-1].text}")
-        if extra is True or isinstance(extra, Mapping):
+        if extra is True or isinstance(extra, dict):
             index_parts.append(self._type(extra, indent + 1, guarded=True, depth=depth + 1))
-            if isinstance(extra, Mapping):
+            if isinstance(extra, dict):
                 index_doc.extend(schema_doc_lines(extra))
         elif extra is None and not patterns and not prop_types:
             index_parts.append(_UNKNOWN)  # a free-form object
