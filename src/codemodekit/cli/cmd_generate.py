@@ -148,7 +148,18 @@ def _run(args: argparse.Namespace) -> int:
         )
         return 0
     for plan in plans:
-        apply(plan)
+        try:
+            apply(plan)
+        except ArtifactConflict as exc:
+            print(f"codemode generate: {exc}", file=sys.stderr)
+            return 2
+        except OSError as exc:
+            print(
+                f"codemode generate: writing {plan.root} failed ({exc}); "
+                "its previous files were restored",
+                file=sys.stderr,
+            )
+            return 1
         print(
             f"{plan.root}: {len(plan.writes)} written, {len(plan.deletes)} removed, "
             f"{len(plan.unchanged)} unchanged (catalog {catalog.revision})",

@@ -176,7 +176,13 @@ def apply(plan: WritePlan) -> None:
     root = plan.root
     root.mkdir(parents=True, exist_ok=True)
     txn = root / TXN_DIR
-    txn.mkdir()
+    try:
+        txn.mkdir()  # also the lock: a second writer on the same folder stops here
+    except FileExistsError:
+        raise ArtifactConflict(
+            f"{txn} exists: another `codemode generate` is writing this folder, or one was "
+            "interrupted; run `codemode generate` again once it has finished"
+        ) from None
     try:
         for path, text in plan.writes.items():
             staged = txn / "new" / path
