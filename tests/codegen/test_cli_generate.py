@@ -183,3 +183,28 @@ def test_secrets_in_source_env_never_reach_generated_files(
     for path in written:
         assert secret not in path.read_text(errors="replace"), path
     assert secret not in captured.out + captured.err
+
+
+def test_a_failed_write_exits_1_and_keeps_the_previous_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from codemodekit.codegen import writer
+
+    config, module = _project(tmp_path)
+    assert main(["generate", "-c", str(config)]) == 0
+    out = tmp_path / "codemode"
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    _retarget(tmp_path, module, "Fetch a record by id")
+    real = os.replace
+    calls = {"n": 0}
+
+    def failing(src: object, dst: object) -> None:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise OSError(5, "Input/output error")
+        real(src, dst)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(writer.os, "replace", failing)
+    assert main(["generate", "-c", str(config)]) == 1
+    assert "previous files were restored" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
