@@ -253,6 +253,25 @@ def build_conformance() -> MCPServer:
     return server
 
 
+def serve_with_required_header(server: MCPServer, port: int, requirement: str) -> None:
+    """Streamable HTTP that answers 401 unless the request carries ``NAME=VALUE``."""
+    import uvicorn
+    from starlette.types import Receive, Scope, Send
+
+    name, _, value = requirement.partition("=")
+    app = server.streamable_http_app()
+    wanted = (name.lower().encode(), value.encode())
+
+    async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and wanted not in scope["headers"]:
+            await send({"type": "http.response.start", "status": 401, "headers": []})
+            await send({"type": "http.response.body", "body": b"unauthorized"})
+            return
+        await app(scope, receive, send)
+
+    uvicorn.run(guarded, host="127.0.0.1", port=port, log_level="warning")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--transport", choices=["stdio", "http", "sse"], default="stdio")
@@ -264,9 +283,22 @@ def main() -> None:
     parser.add_argument("--down-file", default="")
     parser.add_argument("--page-size", type=int, default=0)
     parser.add_argument("--profile", choices=["full", "conformance"], default="full")
+    parser.add_argument(
+        "--stderr-flood", type=int, default=0, help="bytes of stderr noise when down"
+    )
+    parser.add_argument(
+        "--stderr-env", default="", help="print this variable's value to stderr when down"
+    )
+    parser.add_argument(
+        "--require-header", default="", help="NAME=VALUE the HTTP server demands (else 401)"
+    )
     args = parser.parse_args()
 
     if args.down_file and Path(args.down_file).exists():
+        if args.stderr_flood:
+            sys.stderr.write(("noise " * 20 + "\n") * (args.stderr_flood // 121 + 1))
+        if args.stderr_env:
+            sys.stderr.write(f"token was {os.environ.get(args.stderr_env, '')}\n")
         sys.stderr.write(f"test server is down: {args.down_file} exists\n")
         sys.exit(3)
     sys.stderr.write("test server starting\n")
@@ -286,6 +318,8 @@ def main() -> None:
         asyncio.run(run_legacy_stdio(server))
     elif args.transport == "stdio":
         server.run("stdio")
+    elif args.transport == "http" and args.require_header:
+        serve_with_required_header(server, args.port, args.require_header)
     elif args.transport == "http":
         server.run("streamable-http", host="127.0.0.1", port=args.port)
     else:

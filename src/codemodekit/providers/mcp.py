@@ -96,6 +96,8 @@ class _Connection:
     refreshing: bool = False
     refresh_again: bool = False
     lost_handled: bool = False
+    http_status: int | None = None
+    """The last HTTP error status the server answered with, if any."""
 
 
 class McpToolProvider:
@@ -276,7 +278,7 @@ class McpToolProvider:
             # The owner task has left the client: a child process is already stopped.
             await self._settle_stderr(conn)
             await self._stop(conn)
-            raise SourceUnavailable(self._failed(conn, self._describe(exc))) from None
+            raise SourceUnavailable(self._failed(conn, self._describe(exc, conn))) from None
         self._conn = conn
         self._set(HealthStatus.OK, self._ok_text(conn))
         return conn
@@ -290,7 +292,13 @@ class McpToolProvider:
         self, conn: _Connection, secrets: dict[str, str], ready: asyncio.Future[None]
     ) -> None:
         """Hold one SDK client open until the provider stops it or the server goes away."""
-        transport = open_transport(self._config, secrets, on_end=conn.ended.set, tail=conn.tail)
+
+        def on_status(status: int) -> None:
+            conn.http_status = status
+
+        transport = open_transport(
+            self._config, secrets, on_end=conn.ended.set, tail=conn.tail, on_status=on_status
+        )
 
         async def on_message(message: Any) -> None:
             if isinstance(message, types.ToolListChangedNotification):
@@ -523,6 +531,11 @@ class McpToolProvider:
         code = exc.error.code
         if code == types.CONNECTION_CLOSED:
             return await self._lost_during_call(conn, tool, "connection closed")
+        if _is_http_refusal(exc):
+            # A non-2xx answer without a JSON-RPC body (or the SDK's 404 "Session
+            # terminated"): typically a restarted server that no longer knows our session.
+            status = f"HTTP {conn.http_status}" if conn.http_status else "an HTTP error"
+            return await self._lost_during_call(conn, tool, f"the server answered {status}")
         if code == types.REQUEST_TIMEOUT:
             return TimeoutError(f"{self.name}.{tool} timed out upstream")
         if code == types.HEADER_MISMATCH:
@@ -549,8 +562,12 @@ class McpToolProvider:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(conn.tail.closed.wait(), _STDERR_SETTLE_S)
 
-    def _describe(self, exc: BaseException) -> str:
+    def _describe(self, exc: BaseException, conn: _Connection) -> str:
         leaf = _first_leaf(exc)
+        if conn.http_status in (401, 403):
+            return f"HTTP {conn.http_status} from the server: check the credentials in `headers`"
+        if conn.http_status is not None and isinstance(leaf, MCPError | httpx2.HTTPError):
+            return f"HTTP {conn.http_status} from the server"
         if isinstance(leaf, SourceUnavailable):
             return str(leaf)
         if isinstance(leaf, FileNotFoundError):
@@ -600,6 +617,14 @@ class McpToolProvider:
             logger.info("MCP source %s: %s (%s)", self.name, status, message)
         self._status = status
         self._message = message
+
+
+def _is_http_refusal(exc: MCPError) -> bool:
+    """The SDK's Streamable HTTP client folds transport-level refusals into these errors."""
+    message = exc.error.message
+    return (
+        exc.error.code == types.INTERNAL_ERROR and message == "Server returned an error response"
+    ) or (exc.error.code == types.INVALID_REQUEST and message == "Session terminated")
 
 
 def _is_modern(protocol_version: str) -> bool:

@@ -203,15 +203,23 @@ async def _stdio(
 
 @asynccontextmanager
 async def _http(
-    config: McpHttpSource, headers: Mapping[str, str]
+    config: McpHttpSource, headers: Mapping[str, str], on_status: Callable[[int], None]
 ) -> AsyncIterator[TransportStreams]:
     if config.transport == "sse":
         async with sse_client(config.url, headers=dict(headers)) as streams:
             yield streams
         return
+
+    async def record_status(response: httpx2.Response) -> None:
+        # The SDK folds a non-2xx answer into a generic JSON-RPC error; keep the status
+        # so "HTTP 401" can reach the health message.
+        if response.status_code >= 400:
+            on_status(response.status_code)
+
     timeout = httpx2.Timeout(30.0, read=300.0)
+    hooks = {"response": [record_status]}
     async with (
-        httpx2.AsyncClient(headers=dict(headers), timeout=timeout) as http,
+        httpx2.AsyncClient(headers=dict(headers), timeout=timeout, event_hooks=hooks) as http,
         streamable_http_client(config.url, http_client=http) as streams,
     ):
         yield streams
@@ -223,13 +231,14 @@ def open_transport(
     *,
     on_end: Callable[[], None],
     tail: StderrTail | None,
+    on_status: Callable[[int], None] = lambda _status: None,
 ) -> Transport:
     """The SDK transport for ``config``; ``secrets`` are the resolved env or headers."""
     if isinstance(config, McpStdioSource):
         assert tail is not None
         inner: Transport = _stdio(config, secrets, tail)
     else:
-        inner = _http(config, secrets)
+        inner = _http(config, secrets, on_status)
     return _watched(inner, on_end)
 
 

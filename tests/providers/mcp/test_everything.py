@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 
+from codemodekit.errors import SourceUnavailable
 from codemodekit.providers.base import HealthStatus
 from codemodekit.providers.mcp import McpToolProvider
 from codemodekit.spec.model import McpStdioSource
 from tests.conftest import node_tool
-from tests.providers.mcp.helpers import Changes, context, provider
+from tests.providers.mcp.helpers import Changes, context, eventually, provider
 from tests.servers import everything_server, http_source, pid_alive
 
 TRANSPORTS = ["stdio", "streamable-http", "sse"]
@@ -135,3 +136,27 @@ def _children_named(word: str) -> set[int]:
         if fields[1] == me and word in cmdline:
             found.add(int(stat.parent.name))
     return found
+
+
+@pytest.mark.parametrize("transport", ["streamable-http", "sse"])
+async def test_server_killed_and_restarted_between_calls(transport: str) -> None:
+    binary = node_tool("mcp-server-everything")
+    mode, path = ("streamableHttp", "/mcp") if transport == "streamable-http" else ("sse", "/sse")
+    changes = Changes()
+    with everything_server(binary, mode) as server:
+        config = http_source(
+            "everything", f"http://127.0.0.1:{server.port}{path}", transport=transport
+        )
+        async with provider(config) as mcp:
+            await mcp.start(changes)
+            server.stop()
+            server.start()
+            # The restarted server does not know the old session: this call fails, unreplayed.
+            with pytest.raises(SourceUnavailable) as caught:
+                await mcp.call_tool("echo", {"message": "lost"}, context(timeout_s=10))
+            assert "not retried" in str(caught.value)
+            await eventually(
+                lambda: bool(changes.seen), "a reconnect announces the fresh discovery"
+            )
+            echoed = await mcp.call_tool("echo", {"message": "back"}, context())
+            assert echoed.content == ({"type": "text", "text": "Echo: back"},)

@@ -151,3 +151,31 @@ def _children_running(flag: str) -> bool:
         if fields[1] == me and fields[0] != "Z" and flag in cmdline:
             return True
     return False
+
+
+async def test_stderr_tail_is_bounded_and_keeps_the_last_words(tmp_path: Path) -> None:
+    down = tmp_path / "down"
+    down.write_text("x")
+    async with provider(
+        stdio_source("loud", "--down-file", str(down), "--stderr-flood", "2000000")
+    ) as mcp:
+        with pytest.raises(SourceUnavailable) as caught:
+            await mcp.start(Changes())
+    message = str(caught.value)
+    assert "test server is down" in message
+    assert len(message) < 1_500
+
+
+async def test_secret_printed_on_stderr_is_masked(tmp_path: Path) -> None:
+    down = tmp_path / "down"
+    down.write_text("x")
+    secret = "hunter2-secret-value"
+    config = stdio_source(
+        "leaky", "--down-file", str(down), "--stderr-env", "TOKEN", env={"TOKEN": "${CM_T}"}
+    )
+    async with provider(config, environ={"CM_T": secret}) as mcp:
+        with pytest.raises(SourceUnavailable) as caught:
+            await mcp.start(Changes())
+        assert "token was ***" in str(caught.value)
+        assert secret not in str(caught.value)
+        assert secret not in mcp.health().message

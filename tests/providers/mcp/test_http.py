@@ -101,3 +101,32 @@ async def test_legacy_sse_transport() -> None:
             assert discovery.tools[0].provenance["transport"] == "sse"
             echoed = await mcp.call_tool("echo", {"text": "sse"}, context())
             assert echoed.content[0]["text"] == "sse"
+
+
+async def test_rejected_credentials_are_unavailable_without_the_value() -> None:
+    with http_server("--require-header", "X-Api-Key=right-key-123") as server:
+        url = f"http://127.0.0.1:{server.port}/mcp"
+        wrong = http_source("locked", url, headers={"X-Api-Key": "${CM_KEY}"}, timeout_ms=5_000)
+        async with provider(wrong, environ={"CM_KEY": "wrong-key-456"}) as mcp:
+            with pytest.raises(SourceUnavailable) as caught:
+                await mcp.start(Changes())
+            assert "401" in str(caught.value)
+            assert "wrong-key-456" not in str(caught.value)
+        right = http_source("locked", url, headers={"X-Api-Key": "${CM_KEY}"})
+        async with provider(right, environ={"CM_KEY": "right-key-123"}) as mcp:
+            await mcp.start(Changes())
+            echoed = await mcp.call_tool("echo", {"text": "in"}, context())
+            assert echoed.content[0]["text"] == "in"
+
+
+async def test_stateless_modern_http_survives_a_quick_restart() -> None:
+    # 2026-07-28 Streamable HTTP carries no session: the restarted server answers the next
+    # call (sent once, not a replay). Session-bound 2025 servers: see test_everything.
+    with http_server() as server:
+        async with provider(http_source("web", f"http://127.0.0.1:{server.port}/mcp")) as mcp:
+            await mcp.start(Changes())
+            server.stop()
+            server.start()
+            echoed = await mcp.call_tool("echo", {"text": "x"}, context(timeout_s=10))
+            assert echoed.content[0]["text"] == "x"
+            assert mcp.health().status == HealthStatus.OK

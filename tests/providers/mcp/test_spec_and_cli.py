@@ -64,10 +64,7 @@ async def test_unset_secret_leaves_the_source_unavailable_with_the_key(
 def test_codemode_check_reports_a_dead_mcp_source(tmp_path: Path) -> None:
     spec = write_spec(
         tmp_path,
-        "[sources.dead]\n"
-        'type = "mcp"\n'
-        'command = "/nonexistent/mcp-server"\n'
-        "timeout_ms = 3000\n",
+        '[sources.dead]\ntype = "mcp"\ncommand = "/nonexistent/mcp-server"\ntimeout_ms = 3000\n',
     )
     env = {"CM_SPEC_TOKEN": "tok-abcdef", "PATH": "/usr/bin:/bin"}
     completed = subprocess.run(
