@@ -132,14 +132,32 @@ class QuickJsSandbox:
                 program.javascript, line_offset=program.line_offset, user_lines=user_lines
             )
 
-        tasks: dict[asyncio.Task[Any], ToolCall] = {}
+        loop = asyncio.get_running_loop()
+        tasks: dict[asyncio.Future[Any], ToolCall] = {}
+        finished: list[asyncio.Future[Any]] = []
+        waker: list[asyncio.Future[None]] = []
+
+        # Cheaper than asyncio.wait per slice: each call reports itself when it ends.
+        def on_done(task: asyncio.Future[Any]) -> None:
+            finished.append(task)
+            if waker and not waker[0].done():
+                waker[0].set_result(None)
+
         rejected: dict[int, Diagnostic] = {}
         try:
             step = await self._op(session, start)
             while not step.done:
                 for call in step.calls:
-                    task = asyncio.ensure_future(_perform(host, call))
+                    task: asyncio.Future[Any]
+                    try:
+                        task = asyncio.ensure_future(
+                            host.call_tool(call.source, call.tool, call.arguments)
+                        )
+                    except Exception as exc:  # a host that fails before awaiting
+                        task = loop.create_future()
+                        task.set_exception(exc)
                     tasks[task] = call
+                    task.add_done_callback(on_done)
                 engine = session.engine
                 if engine is None:  # pragma: no cover - closed only on cancellation
                     raise asyncio.CancelledError
@@ -147,27 +165,31 @@ class QuickJsSandbox:
                     diagnostic = Diagnostic(ErrorCode.UNCAUGHT_EXCEPTION, NEVER_SETTLES)
                     step = await self._op(session, partial(engine.abandon, diagnostic))
                     break
-                done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-                parts = []
-                for task in done:
-                    call = tasks.pop(task)
-                    parts.append(_settlement(task, call, rejected))
+                if not finished:
+                    waker[:] = [loop.create_future()]
+                    await waker[0]
+                parts = [_settlement(done, tasks.pop(done), rejected) for done in finished]
+                finished.clear()
                 batch = "[" + ",".join(parts) + "]"
                 step = await self._op(session, partial(engine.settle, batch))
         except BaseException:
             session.request_close()
             raise
         finally:
-            for task in tasks:
-                task.cancel()
+            for pending in tasks:
+                pending.remove_done_callback(on_done)
+                pending.cancel()
+                # Retrieve the outcome later so a late failure is never reported as lost.
+                pending.add_done_callback(_consume)
         return _outcome(step, rejected)
 
 
-async def _perform(host: SandboxHost, call: ToolCall) -> Any:
-    return await host.call_tool(call.source, call.tool, call.arguments)
+def _consume(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
-def _settlement(task: asyncio.Task[Any], call: ToolCall, rejected: dict[int, Diagnostic]) -> str:
+def _settlement(task: asyncio.Future[Any], call: ToolCall, rejected: dict[int, Diagnostic]) -> str:
     """One ``[id, 1, value]`` / ``[id, 0, error]`` item of a settle batch, as JSON text."""
     try:
         value = task.result()

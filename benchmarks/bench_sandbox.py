@@ -1,0 +1,99 @@
+"""Sandbox benchmark: the QuickJS adapter against a bare quickjs context, and tool-call overhead.
+
+Run: ``python benchmarks/bench_sandbox.py`` (add ``--quick`` for fewer repetitions).
+Prints medians; asserts nothing (targets are quoted in the ADRs, not enforced by tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import quickjs
+
+from codemodekit.compiler import CodeCompiler
+from codemodekit.limits import Limits
+from codemodekit.sandbox.quickjs import QuickJsSandbox
+
+NO_OP_RESULT = {"content": [], "structuredContent": None}
+
+
+class NoOpHost:
+    async def call_tool(self, source: str, tool: str, arguments: Any) -> Any:
+        return NO_OP_RESULT
+
+
+def median_us(samples: list[float]) -> float:
+    return statistics.median(samples) * 1e6
+
+
+def bare_eval(n: int) -> float:
+    samples = []
+    for _ in range(n):
+        start = time.perf_counter()
+        quickjs.Context().eval("1")
+        samples.append(time.perf_counter() - start)
+    return median_us(samples)
+
+
+async def timed(n: int, make: Callable[[], Awaitable[Any]]) -> list[float]:
+    samples = []
+    for _ in range(n):
+        start = time.perf_counter()
+        await make()
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+async def main(quick: bool) -> None:
+    n = 300 if quick else 3000
+    calls = 2000 if quick else 10000
+    compiler = CodeCompiler()
+    limits = Limits()
+    host = NoOpHost()
+    trivial = compiler.compile("return 1", max_source_bytes=limits.source_bytes)
+    bare = bare_eval(n)
+    print(f"bare quickjs.Context().eval('1'):        median {bare:8.1f} µs")
+    baselines: dict[str, float] = {}
+    for offload in ("thread", "inline"):
+        sandbox = QuickJsSandbox(offload=offload)  # type: ignore[arg-type]
+        await sandbox.run(trivial, host, limits)  # warm up (threads, module sources)
+        samples = await timed(n, lambda s=sandbox: s.run(trivial, host, limits))  # type: ignore[misc]
+        baselines[offload] = median_us(samples)
+        print(
+            f"trivial run `return 1` ({offload:6}):        median {baselines[offload]:8.1f} µs"
+            f"   ratio to bare eval {baselines[offload] / bare:5.1f}×"
+        )
+    big = limits.replace(
+        max_tool_calls=calls * 2, compute_time_ms=600_000, memory_bytes=512 * 1024 * 1024
+    )
+    sequential = compiler.compile(
+        f"for (let i = 0; i < {calls}; i++) await tools.t.noop({{ i }}); return 1",
+        max_source_bytes=limits.source_bytes,
+    )
+    concurrent = compiler.compile(
+        f"await Promise.all(Array.from({{ length: {calls} }}, (_, i) => tools.t.noop({{ i }})));"
+        " return 1",
+        max_source_bytes=limits.source_bytes,
+    )
+    for offload in ("thread", "inline"):
+        sandbox = QuickJsSandbox(offload=offload)  # type: ignore[arg-type]
+        for name, program in (("sequential", sequential), ("concurrent", concurrent)):
+            reps = 3 if quick else 5
+            samples = await timed(reps, lambda s=sandbox, p=program: s.run(p, host, big))  # type: ignore[misc]
+            total = statistics.median(samples)
+            per_call = (total * 1e6 - baselines[offload]) / calls
+            print(
+                f"{calls} no-op host calls, {name} ({offload:6}): {total * 1000:8.1f} ms"
+                f" = {per_call:6.1f} µs/call, {calls / total:9.0f} calls/s"
+            )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    asyncio.run(main(parser.parse_args().quick))
