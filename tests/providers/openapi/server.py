@@ -3,6 +3,7 @@
 Routes (any method):
   /status/{code}     reply {code} with a JSON body echoing the request headers and query
   /text              text/plain reply;  /binary  image/png bytes;  /blob  application/zip
+  /html-error        502 with a large HTML page
   /empty             204 without a body;  /sleep  answers after 2 s
   /huge              an endless-looking stream (no Content-Length); ``huge_sent`` counts bytes
   /redirect/same     302 to /landed on this server;  /redirect/other  302 to another host
@@ -84,6 +85,10 @@ class RecordingApp:
         }
         if path.startswith("/status/"):
             await reply(int(path.rsplit("/", 1)[1]), json.dumps(echo).encode(), "application/json")
+        elif path == "/html-error":
+            page = "<html><head><style>p {}</style></head><body><h1>Bad gateway</h1>"
+            page += "<p>upstream down</p>" + "<!-- padding -->" * 4000 + "</body></html>"
+            await reply(502, page.encode(), "text/html; charset=utf-8")
         elif path == "/sleep":
             await asyncio.sleep(2)
             await reply(200, b"{}", "application/json")

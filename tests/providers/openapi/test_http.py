@@ -112,3 +112,13 @@ async def test_bad_base_url_is_refused() -> None:
 async def test_timeout_is_a_tool_error(wire: OpenApiToolProvider) -> None:
     with pytest.raises(ToolError, match=r"GET /sleep: the API did not answer within 0\.2s"):
         await wire.call_tool("sleep", {}, context(timeout_s=0.2))
+
+
+async def test_html_error_page_excerpt_is_text_from_a_bounded_prefix(
+    wire: OpenApiToolProvider,
+) -> None:
+    with pytest.raises(ToolError) as caught:
+        await wire.call_tool("htmlError", {}, context())
+    assert caught.value.message == (
+        "GET /html-error failed: HTTP 502 Bad Gateway: Bad gateway upstream down"
+    )

@@ -32,6 +32,7 @@ def tool(discovery: Discovery, name: str) -> ToolSpec:
 async def test_openapi_30_schemas_become_2020_12() -> None:
     discovery = await discover("schemas30.yaml")
     get = tool(discovery, "get_nodes_nodeId")  # no operationId: method + path
+    assert get.input_schema["properties"]["nodeId"] == {"type": "string", "examples": ["n1"]}
     assert get.output_schema is not None
     out = json.loads(json.dumps(get.output_schema))
     assert out["$schema"] == "https://json-schema.org/draft/2020-12/schema"

@@ -229,6 +229,18 @@ async def _read_bounded(response: httpx.Response, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+async def _read_prefix(response: httpx.Response, limit: int) -> bytes:
+    """At most ``limit`` bytes of the body; the rest is never read (error excerpts)."""
+    chunks: list[bytes] = []
+    total = 0
+    async for chunk in response.aiter_bytes():
+        chunks.append(chunk[: limit - total])
+        total += len(chunks[-1])
+        if total >= limit:
+            break
+    return b"".join(chunks)
+
+
 def _media(response: httpx.Response) -> tuple[str, str | None]:
     raw = response.headers.get("content-type", "")
     media = raw.split(";", 1)[0].strip().lower()
@@ -293,8 +305,8 @@ async def _raise_status(
     reason = response.reason_phrase or ""
     excerpt = ""
     try:
-        data = await _read_bounded(response, min(context.max_result_bytes, 16 * 1024))
-    except (ResultTooLarge, httpx.HTTPError):
+        data = await _read_prefix(response, min(context.max_result_bytes, 16 * 1024))
+    except httpx.HTTPError:
         data = b""
     if data:
         media, charset = _media(response)
@@ -302,8 +314,14 @@ async def _raise_status(
         if _is_json(media):
             with contextlib.suppress(ValueError):
                 text = json.dumps(json.loads(text), separators=(",", ":"), ensure_ascii=False)
+        if media == "text/html":
+            # Tags, comments, scripts and a tag cut open by the prefix bound go.
+            text = re.sub(
+                r"(?is)<(script|style)\b.*?</\1>|<!--.*?(?:-->|\Z)|<[^>]*(?:>|\Z)", " ", text
+            )
         if _is_json(media) or _is_text(media) or not media:
-            text = re.sub(r"[\x00-\x08\x0b-\x1f\x7f]+", " ", scrub(text)).strip()
+            text = re.sub(r"[\x00-\x1f\x7f]+", " ", scrub(text))
+            text = re.sub(r" {2,}", " ", text).strip()
             excerpt = text if len(text) <= MAX_EXCERPT else text[: MAX_EXCERPT - 1] + "…"
     message = f"{label} failed: HTTP {status}{(' ' + reason) if reason else ''}"
     if excerpt:

@@ -150,12 +150,27 @@ def plan(raw: RawParam, converter: SchemaConverter) -> tuple[ParamPlan, Any, set
         converted["description"] = description
     if spec.get("deprecated") is True:
         converted["deprecated"] = True
+    if "examples" not in converted:
+        examples = _examples(spec)
+        if examples:
+            converted["examples"] = examples
     allow_reserved = location == "query" and spec.get("allowReserved") is True
     return (
         ParamPlan("", name, location, style, explode, required, allow_reserved, json_content),
         converted,
         deps,
     )
+
+
+def _examples(spec: Mapping[str, Any]) -> list[Any]:
+    """A parameter's ``example`` or inline ``examples`` values: they help a model most."""
+    if "example" in spec:
+        return [spec["example"]]
+    found = spec.get("examples")
+    if not isinstance(found, Mapping):
+        return []
+    values = [e["value"] for e in found.values() if isinstance(e, Mapping) and "value" in e]
+    return values[:3]
 
 
 def check_style(
