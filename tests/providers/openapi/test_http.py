@@ -122,3 +122,29 @@ async def test_html_error_page_excerpt_is_text_from_a_bounded_prefix(
     assert caught.value.message == (
         "GET /html-error failed: HTTP 502 Bad Gateway: Bad gateway upstream down"
     )
+
+
+async def test_transport_replaces_the_network() -> None:
+    import httpx
+
+    from codemodekit.limits import Limits
+    from codemodekit.spec.model import OpenApiSource
+    from tests.providers.openapi.conftest import FIXTURES
+
+    seen: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(str(request.url))
+        return httpx.Response(200, json={"ok": True})
+
+    config = OpenApiSource(name="m", document=FIXTURES / "wire.yaml", base_url="https://api.test")
+    provider = OpenApiToolProvider(
+        config, limits=Limits(), environ={}, transport=httpx.MockTransport(handler)
+    )
+    await started(provider)
+    try:
+        out = await provider.call_tool("queryForm", {"prim": "x"}, context())
+    finally:
+        await provider.aclose()
+    assert out.structured_content == {"ok": True}
+    assert seen == ["https://api.test/q/form?prim=x"]
