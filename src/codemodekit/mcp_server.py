@@ -259,7 +259,11 @@ async def handle_run(
             await session.report_progress(progress, None, message)
 
         relay = ProgressRelay(send, max_events=code_mode.limits.progress_events)
-    result = await code_mode.run(code, on_progress=relay)
+    try:
+        result = await code_mode.run(code, on_progress=relay)
+    except RuntimeError as exc:  # the CodeMode was not entered, or is already closed
+        log.error("run_typescript cannot run: %s", exc)
+        return _error(f"run_typescript is not available: {exc}")
     return run_result_to_mcp(result, code)
 
 

@@ -22,6 +22,7 @@ import json
 import math
 import re
 import threading
+from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -39,7 +40,7 @@ DESCRIPTION_CHARS = 240
 DEFAULT_MAX_BYTES = 32 * 1024
 """Cap on a response's JSON size; hits past it are dropped (and counted), never cut."""
 
-_CACHE_SIZE = 4
+_CACHE_SIZE = 2
 _PREFIX_EXPANSIONS = 24
 _EXACT_BONUS = 1_000_000.0
 _PREFIX_BONUS = 1_000.0
@@ -261,8 +262,8 @@ class SearchError(ValueError):
 class _Index:
     tools: tuple[ToolDefinition, ...]
     """Available tools in address order: a document id is a position here."""
-    postings: dict[str, tuple[tuple[int, ...], tuple[float, ...]]]
-    """term -> (document ids, idf-weighted BM25F contributions)."""
+    postings: dict[str, tuple[array[int], array[float]]]
+    """term -> (document ids, precomputed contributions); arrays keep 47,000 tools compact."""
     vocabulary: list[str]
     """Sorted terms, for prefix expansion."""
     exact: dict[str, tuple[int, ...]]
@@ -337,7 +338,7 @@ def _build(available: Iterable[ToolDefinition]) -> _Index:
     # term's share of the tool's name (names are short verb-object phrases, so "get a pull
     # request" prefers ``pulls_get`` over ``pulls_get_review``).
     name_sets = [frozenset(terms) for terms in field_terms["name"]]
-    postings: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = {}
+    postings: dict[str, tuple[array[int], array[float]]] = {}
     for term, per_doc in weighted.items():
         df = len(per_doc)
         idf = math.log(1.0 + (count - df + 0.5) / (df + 0.5))
@@ -348,7 +349,7 @@ def _build(available: Iterable[ToolDefinition]) -> _Index:
             if term in name_sets[d]:
                 value += _NAME_BONUS / len(name_sets[d])
             values.append(value)
-        postings[term] = (docs, tuple(values))
+        postings[term] = (array("I", docs), array("d", values))
     exact: dict[str, list[int]] = {}
     names: list[tuple[str, int]] = []
     source_ranges: dict[str, tuple[int, int]] = {}

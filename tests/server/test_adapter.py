@@ -268,3 +268,33 @@ async def test_progress_relay_bounds_count_rate_and_message() -> None:
     await relay(event(6))  # over the count bound
     assert [p for p, _ in sent] == [1.0, 2.0, 3.0]
     assert all(len(m.encode()) <= 16 for _, m in sent)
+
+
+def test_diagnostic_text_windows_long_lines_and_keeps_the_caret() -> None:
+    from codemodekit.errors import Diagnostic, ErrorCode, Location
+    from codemodekit.mcp_server import run_result_to_mcp
+    from codemodekit.run import RunResult
+
+    line = "x" * 900 + "BAD" + "y" * 900
+    code = "const ok = 1;\n\t" + line
+    column = 1 + 1 + 900  # the tab, then 900 x's: BAD starts here
+    diagnostic = Diagnostic(
+        ErrorCode.UNCAUGHT_EXCEPTION, "m" * 5000, Location(2, column), tool="tools.app.x"
+    )
+    result = RunResult(ok=False, execution_id="e", diagnostic=diagnostic)
+    mcp_result = run_result_to_mcp(result, code)
+    text = "\n".join(c.text for c in mcp_result.content if isinstance(c, types.TextContent))
+    head, source, caret, tool = text.splitlines()[:4]
+    assert head.startswith("UNCAUGHT_EXCEPTION at 2:902: ") and len(head) < 2100
+    assert len(source) < 200 and len(caret) < 200
+    assert source[caret.index("^") : caret.index("^") + 3] == "BAD"
+    assert tool == "tool: tools.app.x"
+    structured = mcp_result.structured_content["diagnostic"]
+    assert len(structured["message"]) <= 2000 and structured["location"]["column"] == column
+
+
+async def test_not_started_code_mode_gives_a_tool_error() -> None:
+    cm = CodeMode(sources=[], policy=allow_all_tool_calls())
+    async with Client(create_server(cm)) as client:
+        result = await client.call_tool("run_typescript", {"code": "return 1;"})
+    assert result.is_error and "not available" in _text(result)

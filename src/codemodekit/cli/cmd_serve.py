@@ -14,6 +14,7 @@ from typing import Any
 from codemodekit.cli.common import CliExit, add_config_argument, load_config
 from codemodekit.mcp_serve import create_server, is_loopback, serve_http, serve_stdio
 from codemodekit.run import CodeMode
+from codemodekit.search import index_for
 
 DEFAULT_PORT = 8000
 
@@ -117,6 +118,8 @@ async def _serve(spec: Any, args: argparse.Namespace, token: str | None) -> None
                         file=sys.stderr,
                     )
             server = create_server(cm, search=not args.no_search)
+            if not args.no_search:
+                index_for(cm.catalog)  # build the search index now, not on the first query
             summary = (
                 f"codemode serve: {len(cm.catalog.available_tools)} tools from "
                 f"{len(cm.catalog.sources)} sources (revision {cm.catalog.revision})"
