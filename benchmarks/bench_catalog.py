@@ -4,21 +4,30 @@
 
 Prints, per catalog size: the median build time (normalize + compile + freeze + revision),
 the share spent compiling validators, and the per-call validation cost for a valid and an
-invalid instance (median µs). Target: 10,000 tools in under 1 s.
+invalid instance (median µs). Target: 10,000 tools in under 1 s. Ends with the
+JSON-Schema-Test-Suite pass rate when the suite has been fetched.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import json
 import random
 import statistics
 import time
+from pathlib import Path
 from typing import Any
 
 from codemodekit.catalog import Catalog
 from codemodekit.providers.base import Discovery, ToolSpec
-from codemodekit.schema import compile_validator
+from codemodekit.schema import (
+    DRAFT7,
+    DRAFT202012,
+    SchemaUnsupported,
+    compile_validator,
+    normalize_schema,
+)
 from codemodekit.schema.normalize import prepare_schema
 
 _WORDS = [
@@ -145,6 +154,38 @@ def _median_us(fn: Any, repeat: int = 2000, rounds: int = 7) -> float:
     return statistics.median(samples)
 
 
+SUITE = Path(__file__).resolve().parents[1] / ".cache" / "corpora" / "JSON-Schema-Test-Suite"
+
+
+def suite_report() -> None:
+    """Pass rate of the JSON-Schema-Test-Suite required tests through the validator layer."""
+    if not (SUITE / "tests").is_dir():
+        print("JSON-Schema-Test-Suite: missing (python tests/corpora/fetch_jsonschema_suite.py)")
+        return
+    for folder, dialect in (("draft2020-12", DRAFT202012), ("draft7", DRAFT7)):
+        cases = tests = passed = quarantined_cases = quarantined_tests = 0
+        for path in sorted((SUITE / "tests" / folder).glob("*.json")):
+            for case in json.loads(path.read_text(encoding="utf-8")):
+                cases += 1
+                tests += len(case["tests"])
+                try:
+                    validator = compile_validator(
+                        normalize_schema(case["schema"], default_dialect=dialect)
+                    )
+                except SchemaUnsupported:
+                    quarantined_cases += 1
+                    quarantined_tests += len(case["tests"])
+                    continue
+                passed += sum(validator.is_valid(t["data"]) is t["valid"] for t in case["tests"])
+        runnable = tests - quarantined_tests
+        print(
+            f"JSON-Schema-Test-Suite {folder}: {passed}/{runnable} runnable tests pass "
+            f"({passed / runnable:.1%}); quarantined (remote $ref / remote meta-schema): "
+            f"{quarantined_cases} of {cases} cases, {quarantined_tests} of {tests} tests; "
+            f"overall {passed / tests:.1%}"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="catalog build and validation benchmark")
     parser.add_argument("--runs", type=int, default=5)
@@ -189,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         f"invalid (first_error) {_median_us(lambda: validator.first_error(invalid)):.2f} µs, "
         f"is_valid(invalid) {_median_us(lambda: validator.is_valid(invalid)):.2f} µs"
     )
+    suite_report()
     return 0
 
 

@@ -17,6 +17,7 @@ from codemodekit.schema import (
     DRAFT202012,
     SchemaUnsupported,
     compile_validator,
+    normalize_input_schema,
     normalize_schema,
 )
 
@@ -85,26 +86,27 @@ def test_draft4_schema_is_enforced_with_draft4_rules() -> None:
     [{"type": "string"}, {"type": ["object", "null"]}, {}, {"properties": {"a": {}}}],
 )
 def test_input_root_must_be_an_object(schema: dict[str, Any]) -> None:
-    text = reason(schema)
-    assert '"type": "object"' in text
+    with pytest.raises(SchemaUnsupported) as caught:
+        normalize_input_schema(schema)
+    assert '"type": "object"' in caught.value.reason
+    assert '"type": "object"' in reason(schema, require_object=True)
 
 
 def test_root_reference_to_an_object_definition_is_an_object() -> None:
     schema = {"$ref": "#/definitions/Args", "definitions": {"Args": OBJ}}
-    normalized = normalize_schema(schema, default_dialect=DRAFT7)
+    normalized = normalize_input_schema(schema, default_dialect=DRAFT7)
     assert normalized["$ref"] == "#/definitions/Args"
 
 
-def test_non_object_roots_are_fine_when_not_required() -> None:
-    assert normalize_schema({"type": "array"}, require_object=False)["type"] == "array"
-    assert normalize_schema(True, require_object=False) == {"$schema": DRAFT202012}
-    rejecting = compile_validator(normalize_schema(False, require_object=False))
-    assert not rejecting.is_valid(1)
+def test_any_root_is_fine_for_a_general_schema() -> None:
+    assert normalize_schema({"type": "array"})["type"] == "array"
+    assert normalize_schema(True) == {"$schema": DRAFT202012}
+    assert not compile_validator(normalize_schema(False)).is_valid(1)
 
 
 def test_a_schema_that_is_not_a_mapping_is_rejected() -> None:
     assert "JSON object" in reason(["type", "object"])
-    assert "JSON object" in reason(True)
+    assert "JSON object" in reason(True, require_object=True)
 
 
 # --- JSON data only --------------------------------------------------------------------

@@ -2,9 +2,10 @@
 
 Contract used by the catalog (keep these signatures):
 
-- ``normalize_schema(schema, *, default_dialect=None, require_object=True) -> dict``
+- ``normalize_schema(schema, *, default_dialect=None, require_object=False) -> dict``
   returns a self-contained, plain-JSON schema (explicit ``$schema``; local ``$ref`` kept
   resolvable inside the document) or raises ``SchemaUnsupported(reason)``.
+  ``normalize_input_schema(schema)`` also requires an object root (tool input schemas).
 - ``compile_validator(schema) -> Validator`` compiles once; raises ``SchemaUnsupported``.
 - ``Validator.is_valid(instance) -> bool``, ``Validator.first_error(instance) ->
   ValidationIssue | None``, ``Validator.issues(instance) -> tuple[ValidationIssue, ...]``.
@@ -22,6 +23,7 @@ from codemodekit.schema.normalize import (
     canonical_json,
     dialect_of,
     json_path,
+    normalize_input_schema,
     normalize_schema,
     schema_hash,
 )
@@ -49,6 +51,7 @@ __all__ = [
     "compile_validator",
     "dialect_of",
     "json_path",
+    "normalize_input_schema",
     "normalize_schema",
     "schema_hash",
 ]

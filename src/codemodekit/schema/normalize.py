@@ -334,7 +334,7 @@ def prepare_schema(
     schema: Mapping[str, Any] | bool,
     *,
     default_dialect: str | None = None,
-    require_object: bool = True,
+    require_object: bool = False,
 ) -> PreparedSchema:
     """``normalize_schema`` plus the document's JSON text, serialized exactly once."""
     if isinstance(schema, bool) and not require_object:
@@ -378,20 +378,28 @@ def normalize_schema(
     schema: Mapping[str, Any] | bool,
     *,
     default_dialect: str | None = None,
-    require_object: bool = True,
+    require_object: bool = False,
 ) -> dict[str, Any]:
     """The normalized, self-contained form of ``schema`` or ``SchemaUnsupported``.
 
-    ``require_object`` (the default, for tool input schemas) demands a root that
-    describes an object; pass ``False`` for any other schema (boolean schemas then
-    become ``{}`` / ``{"not": {}}``). The result is a fresh plain-JSON document: the
-    input is never mutated and later changes to it do not reach the result.
+    Any JSON Schema root is accepted (boolean schemas become ``{}`` / ``{"not": {}}``);
+    ``require_object=True`` (what ``normalize_input_schema`` and the catalog use for tool
+    input schemas) also demands a root that describes an object. The result is a fresh
+    plain-JSON document: the input is never mutated and later changes to it do not reach
+    the result.
     """
     prepared = prepare_schema(
         schema, default_dialect=default_dialect, require_object=require_object
     )
     fresh: dict[str, Any] = json.loads(prepared.text)
     return fresh
+
+
+def normalize_input_schema(
+    schema: Mapping[str, Any], *, default_dialect: str | None = None
+) -> dict[str, Any]:
+    """``normalize_schema`` for a tool input schema: the root must describe an object."""
+    return normalize_schema(schema, default_dialect=default_dialect, require_object=True)
 
 
 __all__ = [
@@ -408,6 +416,7 @@ __all__ = [
     "compact_json",
     "dialect_of",
     "json_path",
+    "normalize_input_schema",
     "normalize_schema",
     "prepare_schema",
     "schema_hash",
