@@ -20,9 +20,10 @@ from typing import Any
 
 import quickjs
 
+from codemodekit.compiler import user_location
 from codemodekit.errors import Diagnostic, ErrorCode, Location, new_correlation_id
 from codemodekit.limits import Limits
-from codemodekit.sandbox.base import LogEntry
+from codemodekit.sandbox.base import CompiledProgram, LogEntry
 
 MESSAGE_CHARS = 2000
 """Longest message of a sandbox diagnostic (the user's error text is cut beyond this)."""
@@ -109,8 +110,7 @@ class Engine:
         self.close_requested = False
         self._budget = limits.compute_time_ms / 1000
         self._used = 0.0
-        self._line_offset = 0
-        self._user_lines = 0
+        self._program: CompiledProgram | None = None
         self._ctx: Any = quickjs.Context()
         self._ctx.set_memory_limit(limits.memory_bytes)
         self._ctx.set_max_stack_size(min(limits.stack_bytes, stack_cap))
@@ -166,9 +166,9 @@ class Engine:
             pass
 
     # -- slices ---------------------------------------------------------------------------
-    def start(self, javascript: str, *, line_offset: int, user_lines: int) -> Step:
-        self._line_offset = line_offset
-        self._user_lines = user_lines
+    def start(self, program: CompiledProgram) -> Step:
+        self._program = program
+        javascript = program.javascript
         try:
             started = _loads(self._call("start", javascript))
             if started.get("k") == "syntax":
@@ -276,15 +276,18 @@ class Engine:
 
     # -- diagnostics ----------------------------------------------------------------------
     def _location(self, stack: str) -> Location | None:
+        """The first frame of the stack that lies in the user's code, in the user's terms."""
+        if self._program is None:
+            return None
         for line in stack.splitlines():
             match = _FRAME.match(line)
-            if match is None:
+            if match is None or (match.group("name") or "").startswith("codemode$"):
                 continue
-            if (match.group("name") or "").startswith("codemode$"):
-                continue
-            user_line = int(match.group("line")) - self._line_offset
-            if 1 <= user_line <= self._user_lines:
-                return Location(user_line, int(match.group("column")))
+            location = user_location(
+                self._program, int(match.group("line")), int(match.group("column"))
+            )
+            if location is not None:
+                return location
         return None
 
     def _compute_limit(self) -> Diagnostic:
@@ -338,11 +341,13 @@ class Engine:
     def _syntax_error(self, report: dict[str, Any]) -> Diagnostic:
         location = None
         match = re.search(r"<input>:(\d+):(\d+)", report.get("stack") or "")
-        if match and self._user_lines > 0:
-            line = int(match.group(1)) - self._line_offset
-            # Errors found at the wrapper's closing line belong to the end of the user's code.
-            line = max(1, min(line, self._user_lines))
-            location = Location(line, int(match.group(2)))
+        if match and self._program is not None:
+            line, column = int(match.group(1)), int(match.group(2))
+            location = user_location(self._program, line, column)
+            if location is None and line > self._program.line_offset:
+                # Found at the wrapper's closing line: it belongs to the end of the user's code.
+                last = self._program.source.count("\n") + 1
+                location = Location(last, 1)
         return Diagnostic(
             ErrorCode.COMPILE_ERROR,
             _bounded("SyntaxError: " + str(report.get("message", ""))),

@@ -124,13 +124,10 @@ class QuickJsSandbox:
     ) -> SandboxOutcome:
         session = _Session()
         stack_cap = self._stack_cap()
-        user_lines = program.source.count("\n") + 1
 
         def start() -> Step:
             session.engine = Engine(limits, stack_cap=stack_cap)
-            return session.engine.start(
-                program.javascript, line_offset=program.line_offset, user_lines=user_lines
-            )
+            return session.engine.start(program)
 
         loop = asyncio.get_running_loop()
         tasks: dict[asyncio.Future[Any], ToolCall] = {}

@@ -71,3 +71,9 @@ async def test_program_that_escapes_its_wrapper_cannot_hang_the_host(sandbox: Co
     outcome = await run(sandbox, program, compute_time_ms=200)
     assert not outcome.ok
     assert (await run(sandbox, "return 3")).value == 3
+
+
+async def test_columns_count_characters_not_bytes(sandbox: CodeSandbox) -> None:
+    outcome = await run(sandbox, "const s = 'éé😀'; null.x")
+    assert outcome.diagnostic is not None and outcome.diagnostic.location is not None
+    assert outcome.diagnostic.location.column == "const s = 'éé😀'; null.x".index("null") + 1
