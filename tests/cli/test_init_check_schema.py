@@ -232,3 +232,26 @@ async def test_starter_script_type_checks_against_the_generated_declarations(
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_check_warns_about_policy_rules_that_match_no_tool(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "codemode.toml"
+    spec.write_text(
+        'version = 1\nname = "n"\n[policy]\ndefault = "deny"\nrules = [\n'
+        '  { tools = "demo.get_*", decision = "allow" },\n'
+        '  { tools = "demo.delete_*", decision = "deny" },\n'
+        '  { tools = "dmeo.*", decision = "allow" },\n]\n'
+        '[sources.demo]\ntype = "python"\nmodule = "codemodekit.examples.demo"\n',
+        encoding="utf-8",
+    )
+    code, _, err = run(capsys, "check", "-c", str(spec))
+    assert code == 0  # warnings do not fail the check
+    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        f"warning: {spec}:8:13: policy.rules[2].tools: matches no tool: there is no source "
+        "`dmeo`; did you mean `demo`?",
+        f"warning: {spec}:7:13: policy.rules[1].tools: matches none of the 4 tools of the "
+        "sources that are up",
+    ]

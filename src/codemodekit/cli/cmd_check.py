@@ -19,7 +19,7 @@ from codemodekit.errors import CodeModeError
 from codemodekit.limits import Limits
 from codemodekit.providers.base import HealthStatus, SourceHealth
 from codemodekit.spec import SpecError, load_spec
-from codemodekit.spec.checks import check_environment
+from codemodekit.spec.checks import check_environment, locate, unmatched_rules
 from codemodekit.spec.model import (
     McpHttpSource,
     McpStdioSource,
@@ -92,7 +92,7 @@ def run_check(args: argparse.Namespace) -> int:
         print(prefix + issue.render(args.config), file=sys.stderr)
     if args.offline:
         return 0
-    status = asyncio.run(_connect(spec, sys.stdout))
+    status = asyncio.run(_connect(spec, args.config, sys.stdout))
     return 1 if findings.errors else status
 
 
@@ -144,7 +144,7 @@ def _changed_limits(limits: Limits) -> list[str]:
     ]
 
 
-async def _connect(spec: Spec, out: TextIO) -> int:
+async def _connect(spec: Spec, shown_path: str, out: TextIO) -> int:
     from codemodekit.run import CodeMode
 
     _quiet_library_logs()
@@ -165,6 +165,11 @@ async def _connect(spec: Spec, out: TextIO) -> int:
         print("skipped operations:", file=out)
         for skipped in catalog.skipped:
             print(f"  {skipped.source}.{skipped.name}: {skipped.reason}", file=out)
+    up = {h.source for h in health if h.status != HealthStatus.UNAVAILABLE}
+    addresses = [f"{t.source}.{t.name}" for t in catalog.tools if t.source in up]
+    if len(up) == len(health):  # with a source down, "matches nothing" may be premature
+        for issue in locate(spec, unmatched_rules(spec, addresses)):
+            print("warning: " + issue.render(shown_path), file=sys.stderr)
     total = len(catalog.available_tools)
     print(f"{total} callable tool{'s' if total != 1 else ''}, catalog {catalog.revision}", file=out)
     unavailable = [h.source for h in health if h.status == HealthStatus.UNAVAILABLE]

@@ -6,8 +6,9 @@ runs these and points each finding at its line.
 from __future__ import annotations
 
 import difflib
+import fnmatch
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,14 +60,34 @@ def check_environment(spec: Spec, environ: Mapping[str, str] | None = None) -> S
                         )
                     )
     warnings.extend(_policy_warnings(spec))
+    return SpecFindings(errors=locate(spec, errors), warnings=locate(spec, warnings))
+
+
+def locate(spec: Spec, found: Iterable[tuple[KeyPath, str]]) -> tuple[SpecIssue, ...]:
+    """``(key path, message)`` pairs as issues located in ``spec``'s file, in file order."""
     text = _read(spec.path)
     located = SourceText(text, scan_positions(text))
+    issues = [located.issue(path, message) for path, message in found]
+    return tuple(sorted(issues, key=lambda issue: (issue.line, issue.column)))
 
-    def ordered(found: list[tuple[KeyPath, str]]) -> tuple[SpecIssue, ...]:
-        issues = [located.issue(path, message) for path, message in found]
-        return tuple(sorted(issues, key=lambda issue: (issue.line, issue.column)))
 
-    return SpecFindings(errors=ordered(errors), warnings=ordered(warnings))
+def unmatched_rules(spec: Spec, addresses: Iterable[str]) -> list[tuple[KeyPath, str]]:
+    """Policy rules whose glob matches none of ``addresses`` (``source.tool``) of sources
+    that are up; a rule about a source that is down says nothing yet."""
+    known = list(addresses)
+    reported = {path for path, _ in _policy_warnings(spec)}  # already said, offline
+    found: list[tuple[KeyPath, str]] = []
+    for index, rule in enumerate(spec.policy.rules):
+        if ("policy", "rules", index, "tools") in reported:
+            continue
+        if not any(fnmatch.fnmatchcase(address, rule.tools) for address in known):
+            found.append(
+                (
+                    ("policy", "rules", index, "tools"),
+                    f"matches none of the {len(known)} tools of the sources that are up",
+                )
+            )
+    return found
 
 
 def _policy_warnings(spec: Spec) -> list[tuple[KeyPath, str]]:
