@@ -8,6 +8,7 @@ import traceback
 
 MODULES = [
     "benchmarks.bench_core",
+    "benchmarks.bench_spec",
     "benchmarks.bench_compiler",
     "benchmarks.bench_sandbox",
     "benchmarks.bench_catalog",
