@@ -64,7 +64,17 @@ _QUERY_SOURCE = r"""
 (throw_statement) @restricted
 (yield_expression) @restricted
 (arrow_function type_parameters: (_)) @generic_arrow
-(arrow_function return_type: (_)) @typed_arrow
+(arrow_function "=>" @arrow)
+(non_null_expression "!" @bang)
+(accessibility_modifier) @modifier
+(override_modifier) @modifier
+(public_field_definition ["readonly" "declare" "abstract"] @modifier)
+(abstract_method_signature "abstract" @modifier)
+(ambient_declaration "declare" @modifier)
+(abstract_class_declaration "abstract" @modifier)
+(type_alias_declaration "type" @modifier)
+(interface_declaration "interface" @modifier)
+(expression_statement (identifier) @bare_let (#eq? @bare_let "let"))
 
 (enum_declaration) @enum
 (internal_module) @namespace
@@ -185,6 +195,11 @@ class _Planner:
             parent = node.parent
             assert parent is not None
             self.raw.append((node.start_byte, parent.end_byte))
+            if self._has_line_break(self._previous_end(node), node.start_byte):
+                # TypeScript ends the expression before a line-leading `as`/`satisfies`.
+                self._compile_error(
+                    node, f"a line break before `{node.type}` is not allowed: move it up a line"
+                )
         for node in get("this_param", ()):
             self._erase_this_parameter(node)
         for node in get("statement", ()):
@@ -223,8 +238,30 @@ class _Planner:
             self._fix_restricted(node)
         for node in get("generic_arrow", ()):
             self._check_async_arrow(node)
-        for node in get("typed_arrow", ()):
-            self._check_arrow_return_type(node)
+        for node in get("arrow", ()):
+            self._check_arrow_line_break(node)
+        for node in get("bang", ()):
+            # TypeScript reads `a⏎!b` as two statements; tree-sitter may read a non-null `!`.
+            if self._has_line_break(self._previous_end(node), node.start_byte):
+                self._compile_error(
+                    node, "a line break before a non-null `!` is not allowed: move it up a line"
+                )
+        for node in get("modifier", ()):
+            # TypeScript reads `private⏎x` as a field named `private`; tree-sitter may not.
+            following = self._next_token(node)
+            if following is not None and self._has_line_break(node.end_byte, following.start_byte):
+                word = self.source[node.start_byte : node.end_byte].decode()
+                self._compile_error(
+                    node,
+                    f"a line break after `{word}` makes TypeScript read it as a name: "
+                    f"keep `{word}` on the line of what it modifies",
+                )
+        for node in get("bare_let", ()):
+            self._compile_error(
+                node,
+                "`let` followed by a line break reads ambiguously: "
+                "put the first declared name on the line of `let`",
+            )
         for node in get("type_continued", ()):
             self._check_type_continuation(node)
         self._terminate_statements()
@@ -241,8 +278,10 @@ class _Planner:
     def _erase_this_parameter(self, node: ts.Node) -> None:
         end = node.end_byte
         following = node.next_sibling
+        while following is not None and following.type == "comment":
+            following = following.next_sibling
         if following is not None and following.type == ",":
-            end = following.end_byte
+            end = following.end_byte  # `f(this: T, x)`: the comma goes too
         self.raw.append((node.start_byte, end))
 
     def _is_type_only_import(self, node: ts.Node) -> bool:
@@ -299,7 +338,7 @@ class _Planner:
         )
 
     def _next_kept(self, offset: int) -> int:
-        """First offset at or after ``offset`` that is neither erased nor whitespace."""
+        """First offset at or after ``offset`` that is not erased, whitespace or a comment."""
         source = self.source
         while offset < len(source):
             i = self._range_at(offset)
@@ -307,6 +346,13 @@ class _Planner:
                 offset = self.ends[i]
             elif source[offset] in b" \t\n\r\f\v":
                 offset += 1
+            elif source.startswith(b"/*", offset):  # a regex never starts with `*` or `/`
+                close = source.find(b"*/", offset + 2)
+                offset = len(source) if close < 0 else close + 2
+            elif source.startswith(b"//", offset):
+                offset += 2
+                while offset < len(source) and source[offset] not in b"\n\r":
+                    offset += 1
             else:
                 return offset
         return offset
@@ -320,7 +366,7 @@ class _Planner:
             after = after.next_sibling
         if after is None:
             return
-        keyword = node.child(1)
+        keyword = next(c for c in node.children if c.type in ("as", "satisfies"))
         if self._has_line_break(node.end_byte, after.start_byte):
             self.writes[keyword.start_byte] = ";"
         else:
@@ -369,15 +415,41 @@ class _Planner:
         if self._has_line_break(type_params.start_byte, params.start_byte):
             self._reject("async_break", node, ambient=False)
 
-    def _check_arrow_return_type(self, node: ts.Node) -> None:
-        params = node.child_by_field_name("parameters")
-        arrow = next((c for c in node.children if c.type == "=>"), None)
-        if params is None or arrow is None:
+    def _check_arrow_line_break(self, arrow: ts.Node) -> None:
+        """JavaScript forbids a line break before `=>`; one before or inside an erased return
+        type (`(x)⏎: T => x`, valid TypeScript) would become exactly that."""
+        node = arrow.parent
+        assert node is not None
+        if self._has_line_break(self._previous_end(arrow), arrow.start_byte):
+            self._compile_error(
+                arrow, "a line break before `=>` is not allowed: move `=>` up to the previous line"
+            )
             return
-        if self._has_line_break(params.end_byte, arrow.start_byte):
-            return_type = node.child_by_field_name("return_type")
-            assert return_type is not None
+        return_type = node.child_by_field_name("return_type")
+        if return_type is not None and self._has_line_break(
+            self._previous_end(return_type), return_type.end_byte
+        ):
             self._reject("arrow_break", return_type, ambient=False)
+
+    @staticmethod
+    def _previous_end(node: ts.Node) -> int:
+        """End of the previous sibling that is not a comment (comments may hide line breaks)."""
+        before = node.prev_sibling
+        while before is not None and before.type == "comment":
+            before = before.prev_sibling
+        return node.start_byte if before is None else before.end_byte
+
+    @staticmethod
+    def _next_token(node: ts.Node) -> ts.Node | None:
+        following = node.next_sibling
+        while following is not None and following.type == "comment":
+            following = following.next_sibling
+        return following
+
+    def _compile_error(self, node: ts.Node, message: str) -> None:
+        self.rejections.append(
+            Rejection("syntax", node.start_byte, message, unsupported=False, ambient=False)
+        )
 
     def _check_type_continuation(self, node: ts.Node) -> None:
         """TypeScript never continues a type with `[` or `<` after a line break; tree-sitter may.
@@ -385,8 +457,7 @@ class _Planner:
         `let a: number[]\n[1].forEach(f)` is a declaration and a call for TypeScript; reading
         `number[][1]` as one type would silently erase the call.
         """
-        previous = node.prev_sibling
-        if previous is not None and self._has_line_break(previous.end_byte, node.start_byte):
+        if self._has_line_break(self._previous_end(node), node.start_byte):
             token = self.source[node.start_byte : node.start_byte + 1].decode()
             self.rejections.append(
                 Rejection(

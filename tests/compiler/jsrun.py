@@ -53,7 +53,7 @@ def run_js(javascript: str) -> Any:
     ctx.eval("globalThis.__p = " + javascript)
     ctx.eval(
         "__p.then(v => { globalThis.__state = 'ok';"
-        " globalThis.__value = JSON.stringify(v === undefined ? null : v); },"
+        " globalThis.__value = JSON.stringify(v === undefined ? null : v) ?? '\"<not JSON>\"'; },"
         " e => { globalThis.__state = 'error';"
         " globalThis.__value = String(e) + '\\n' + (e && e.stack || ''); })"
     )

@@ -2,18 +2,25 @@
 
 Every case of the erasure and semantics suites is wrapped the way the compiler wraps it,
 transpiled by `typescript` (`transpileModule`, ES2022) and run in QuickJS next to our output.
+A second pass re-lays each case out (line breaks and comments between random tokens), which
+is where erasure and automatic semicolon insertion interact.
 """
 
 from __future__ import annotations
 
 import json
+import random
+import re
 import shutil
 import subprocess
 from typing import Any
 
 import pytest
 import quickjs
+import tree_sitter as ts
+import tree_sitter_typescript as tst
 
+from codemodekit.errors import CompileFailure
 from tests.compiler import test_erasure, test_semantics
 from tests.compiler.jsrun import JsError, compile_ts, run_js
 from tests.conftest import node_package
@@ -33,23 +40,53 @@ process.stdout.write(JSON.stringify(out));
 """
 
 CASES = [*test_erasure.CASES, *test_semantics.CASES]
+_SEPARATORS = ["\n", "\r\n", " /* c */ ", "\n// c\n", "/*\n*/"]
+# TypeScript's emitter drops `<T>`/parentheses and leaves a line-breaking comment right after
+# `return`/`throw`, so its own output returns undefined there: not a reference to compare with.
+_TSC_COMMENT_AFTER_RETURN = re.compile(r"\b(return|throw)\s*/\*[^*]*[\r\n]")
 
 
-@pytest.fixture(scope="module")
-def tsc_outputs() -> dict[str, dict[str, Any]]:
+def _relayouts(source: str, rng: random.Random, count: int) -> list[str]:
+    data = source.encode()
+    parser = ts.Parser(ts.Language(tst.language_typescript()))
+    ends: set[int] = set()
+    stack = [parser.parse(data).root_node]
+    while stack:
+        node = stack.pop()
+        if node.child_count == 0:
+            ends.add(node.end_byte)
+        stack.extend(node.children)
+    boundaries = sorted(ends)
+    variants = []
+    for _ in range(count):
+        picks = rng.sample(boundaries, min(len(boundaries), rng.randint(1, 3)))
+        variant = data
+        for at in sorted(picks, reverse=True):
+            variant = variant[:at] + rng.choice(_SEPARATORS).encode() + variant[at:]
+        variants.append(variant.decode())
+    return variants
+
+
+def _transpile(sources: list[str]) -> list[dict[str, Any]]:
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not installed: the differential check needs the typescript package")
     typescript = node_package("typescript")
     result = subprocess.run(
         [node, "-e", _TRANSPILE, str(typescript)],
-        input=json.dumps([source for _, source, _ in CASES]),
+        input=json.dumps(sources),
         capture_output=True,
         text=True,
         check=True,
-        timeout=120,
+        timeout=300,
     )
-    outputs = json.loads(result.stdout)
+    outputs: list[dict[str, Any]] = json.loads(result.stdout)
+    return outputs
+
+
+@pytest.fixture(scope="module")
+def tsc_outputs() -> dict[str, dict[str, Any]]:
+    outputs = _transpile([source for _, source, _ in CASES])
     return {name: out for (name, _, _), out in zip(CASES, outputs, strict=True)}
 
 
@@ -75,3 +112,30 @@ def test_same_result_as_typescript(
     except quickjs.JSException:
         pytest.skip("TypeScript's own output does not parse inside a function body")
     assert _outcome(compile_ts(source).javascript) == expected
+
+
+def test_relaid_out_cases_match_typescript_or_fail_loudly() -> None:
+    rng = random.Random(20261129)
+    variants = [v for _, source, _ in CASES for v in _relayouts(source, rng, 8)]
+    compared = 0
+    mismatches = []
+    for variant, tsc in zip(variants, _transpile(variants), strict=True):
+        if tsc["diagnostics"] or _TSC_COMMENT_AFTER_RETURN.search(tsc["js"]):
+            continue
+        try:
+            ours = compile_ts(variant).javascript
+        except CompileFailure:
+            continue  # refused with a location: loud, never a silent change of meaning
+        try:
+            expected = _outcome(tsc["js"].replace("export {};", "").rstrip().rstrip(";"))
+        except quickjs.JSException:
+            continue
+        compared += 1
+        try:
+            got = _outcome(ours)
+        except quickjs.JSException as exc:
+            got = ("syntax", str(exc).splitlines()[0])
+        if got != expected:
+            mismatches.append((variant, got, expected))
+    assert not mismatches
+    assert compared > len(variants) // 2

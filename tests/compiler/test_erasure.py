@@ -60,7 +60,7 @@ CASES: list[tuple[str, str, Any]] = [
     (
         "this_parameter",
         "function name(this: { n: string }, suffix?: string): string { return this.n + (suffix ?? '') }\n"
-        "function only(this: { n: string }) { return this.n }\n"
+        "function only(this: { n: string } /* c */, ) { return this.n }\n"
         "return [name.call({ n: 'a' }, '!'), only.call({ n: 'b' })]",
         ["a!", "b"],
     ),
