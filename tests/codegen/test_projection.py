@@ -212,3 +212,39 @@ def test_large_sources_are_sharded_with_bounded_shards() -> None:
     index = files["tools.gh.d.ts"]
     assert "declare const tools" not in index and all(path in index for path in shards)
     assert "issues_get_0: (input" in files["tools.d.ts"]
+
+
+def test_references_resolve_against_embedded_resources_and_full_uris() -> None:
+    text = _ts(
+        {
+            "$id": "https://example.com/root.json",
+            "type": "object",
+            "properties": {
+                "item": {"$ref": "item.json"},
+                "self_by_uri": {"$ref": "https://example.com/root.json#/$defs/tag"},
+                "by_anchor": {"$ref": "#top"},
+            },
+            "$defs": {
+                "tag": {"type": "boolean"},
+                "top": {"$anchor": "top", "enum": ["a", "b"]},
+                "item": {
+                    "$id": "https://example.com/item.json",
+                    "type": "object",
+                    "properties": {"tag": {"$ref": "#/$defs/tag"}},
+                    "required": ["tag"],
+                    "$defs": {"tag": {"type": "string", "format": "uuid"}},
+                },
+            },
+        }
+    )
+
+    def alias_of(prop: str, body: str) -> str:
+        name = body.split(f"{prop}: ", 1)[1].split(";", 1)[0]
+        return text.split(f"type {name} = ", 1)[1].split(";", 1)[0]
+
+    root = text.split("interface AppCallInput {", 1)[1].split("}", 1)[0]
+    assert "  item?: AppItem;" in root and alias_of("by_anchor?", root) == '"a" | "b"'
+    assert alias_of("self_by_uri?", root) == "boolean"
+    # Inside item.json, "#/$defs/tag" is item's own string definition, not the root's boolean.
+    item = text.split("interface AppItem {", 1)[1].split("}", 1)[0]
+    assert alias_of("tag", item) == "string"

@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 __all__ = [
     "RESERVED_TYPE_NAMES",
@@ -272,6 +272,13 @@ def _decode_pointer(fragment: str) -> list[str] | None:
     return [unquote(p).replace("~1", "/").replace("~0", "~") for p in fragment[1:].split("/")]
 
 
+def _split_pointer(pointer: str) -> list[str]:
+    """An internal (not URI-encoded) JSON pointer → tokens."""
+    if not pointer:
+        return []
+    return [t.replace("~1", "/").replace("~0", "~") for t in pointer[1:].split("/")]
+
+
 def _resolve(document: Any, tokens: list[str]) -> Any:
     node = document
     for token in tokens:
@@ -293,33 +300,80 @@ def _escape_token(token: str) -> str:
     return token
 
 
-def _index(document: Any) -> tuple[dict[str, str], list[tuple[str, str]]]:
-    """One walk: ``$anchor`` (and draft-07 ``"$id": "#name"``) → pointer, and every
-    ``$ref`` with the pointer of the schema holding it."""
-    anchors: dict[str, str] = {}
-    refs: list[tuple[str, str]] = []
-    stack: list[tuple[Any, str]] = [(document, "")]
+_DOCUMENT_URI = "urn:codemode:document"
+_DRAFT4 = "http://json-schema.org/draft-04/schema#"
+
+
+def _join(base: str, ref: str) -> str:
+    if ref.startswith("#"):
+        return urldefrag(base)[0] + ref
+    if urlsplit(ref).scheme:
+        return ref
+    return urljoin(base, ref)
+
+
+@dataclass(frozen=True, slots=True)
+class _Index:
+    refs: list[tuple[str, str | None]]
+    """(pointer of the schema holding a ``$ref``, pointer of its target or ``None``), sorted."""
+    targets: dict[int, str | None]
+    """``id()`` of a schema holding a ``$ref`` → target pointer (``None``: not in the document)."""
+
+
+def _index(document: Any, dialect: str | None) -> _Index:
+    """One walk that resolves every ``$ref`` to a JSON pointer inside the document, honouring
+    embedded ``$id`` resources (base URIs) and ``$anchor`` / draft-07 ``"$id": "#name"``."""
+    legacy = dialect in _LEGACY_DIALECTS
+    id_keyword = "id" if dialect == _DRAFT4 else "$id"
+    resources: dict[str, str] = {_DOCUMENT_URI: ""}
+    anchors: dict[tuple[str, str], str] = {}
+    pending: list[tuple[str, int, str]] = []
+    stack: list[tuple[Any, str, str]] = [(document, "", _DOCUMENT_URI)]
     while stack:
-        node, pointer = stack.pop()
+        node, pointer, base = stack.pop()
         if isinstance(node, dict):
-            anchor = node.get("$anchor")
-            if isinstance(anchor, str):
-                anchors.setdefault(anchor, pointer)
-            sid = node.get("$id")
-            if isinstance(sid, str) and sid.startswith("#") and len(sid) > 1:
-                anchors.setdefault(sid[1:], pointer)
             ref = node.get("$ref")
+            ident = node.get(id_keyword)
+            if isinstance(ident, str) and not (legacy and isinstance(ref, str)):
+                if ident.startswith("#"):
+                    anchors.setdefault((base, ident[1:]), pointer)
+                else:
+                    uri, fragment = urldefrag(_join(base, ident))
+                    base = uri
+                    resources.setdefault(uri, pointer)
+                    if fragment and not fragment.startswith("/"):
+                        anchors.setdefault((uri, fragment), pointer)
+            for keyword in ("$anchor", "$dynamicAnchor"):
+                anchor = node.get(keyword)
+                if isinstance(anchor, str):
+                    anchors.setdefault((base, anchor), pointer)
             if isinstance(ref, str):
-                refs.append((pointer, ref))
+                pending.append((pointer, id(node), _join(base, ref)))
             for key, value in node.items():
                 if isinstance(value, dict | list) and key not in _DATA_KEYWORDS:
-                    stack.append((value, pointer + "/" + _escape_token(str(key))))
+                    stack.append((value, pointer + "/" + _escape_token(str(key)), base))
         elif isinstance(node, list):
             for i, value in enumerate(node):
                 if isinstance(value, dict | list):
-                    stack.append((value, f"{pointer}/{i}"))
-    refs.sort()
-    return anchors, refs
+                    stack.append((value, f"{pointer}/{i}", base))
+    refs: list[tuple[str, str | None]] = []
+    targets: dict[int, str | None] = {}
+    for holder, node_id, absolute in pending:
+        uri, fragment = urldefrag(absolute)
+        target: str | None = None
+        resource = resources.get(uri)
+        if resource is not None:
+            if fragment == "" or fragment.startswith("/"):
+                tokens = _decode_pointer(fragment) or []
+                candidate = resource + "".join("/" + _escape_token(t) for t in tokens)
+                if _resolve(document, _split_pointer(candidate)) is not None:
+                    target = candidate
+            else:
+                target = anchors.get((uri, fragment))
+        refs.append((holder, target))
+        targets[node_id] = target
+    refs.sort(key=lambda r: (r[0], r[1] or ""))
+    return _Index(refs, targets)
 
 
 @dataclass(slots=True)
@@ -358,10 +412,9 @@ class SchemaDeclarations:
         self._doc = document
         self._root_name = root_name
         self._names = names
-        self._anchors, self._refs = _index(document)
-        self._pointers: dict[str, str | None] = {}
-        self._canonical: dict[str, str] = {}
         dialect = document.get("$schema") if isinstance(document, dict) else None
+        self._index = _index(document, dialect if isinstance(dialect, str) else None)
+        self._canonical: dict[str, str] = {}
         self._legacy_ref = dialect in _LEGACY_DIALECTS
         self._decls: dict[str, _Decl] = {}
         self._external: set[str] = set()
@@ -372,9 +425,9 @@ class SchemaDeclarations:
         self._decls[""] = _Decl(root_name, "", document)
         # Allocate every reference target up front, in pointer order, so names never depend
         # on traversal order.
-        targets = sorted({p for p in (self._pointer(r) for _, r in self._refs) if p})
+        targets = sorted({p for _, p in self._index.refs if p})
         for pointer in targets:
-            target = _resolve(document, _decode_pointer(pointer) or [])
+            target = _resolve(document, _split_pointer(pointer))
             if target is None:
                 continue
             signature = (
@@ -384,7 +437,7 @@ class SchemaDeclarations:
                 self._decls[pointer] = _Decl(shared[signature], pointer, target)
                 self._external.add(pointer)
                 continue
-            tokens = _decode_pointer(pointer) or []
+            tokens = _split_pointer(pointer)
             key = pascal_case(tokens[-1]) if tokens else "Root"
             if len(tokens) >= 2 and tokens[-2] not in ("$defs", "definitions"):
                 key = pascal_case(tokens[-2]) + key
@@ -408,42 +461,22 @@ class SchemaDeclarations:
                 return None
             seen.add(current)
             prefix = current + "/"
-            for holder, ref in self._refs:
-                if holder == current or holder.startswith(prefix):
-                    target = self._pointer(ref)
-                    if target is not None and target not in seen:
-                        queue.append(target)
+            for holder, target in self._index.refs:
+                if (
+                    (holder == current or holder.startswith(prefix))
+                    and target is not None
+                    and target not in seen
+                ):
+                    queue.append(target)
         digest = hashlib.sha256(f"{dialect}\n{pointer}".encode())
         for current in sorted(seen):
             text = self._canonical.get(current)
             if text is None:
-                node = _resolve(self._doc, _decode_pointer(current) or [])
+                node = _resolve(self._doc, _split_pointer(current))
                 text = json.dumps(node, sort_keys=True, ensure_ascii=False, default=str)
                 self._canonical[current] = text
             digest.update(f"\n{current}\t{text}".encode())
         return digest.hexdigest()
-
-    def _pointer(self, ref: str) -> str | None:
-        if ref in self._pointers:
-            return self._pointers[ref]
-        pointer = self._resolve_pointer(ref)
-        self._pointers[ref] = pointer
-        return pointer
-
-    def _resolve_pointer(self, ref: str) -> str | None:
-        if not ref.startswith("#"):
-            return None  # remote or relative-URI reference: not expressible here
-        fragment = ref[1:]
-        if fragment and not fragment.startswith("/"):
-            return self._anchors.get(fragment)
-        tokens = _decode_pointer(fragment)
-        if tokens is None:
-            return None
-        return (
-            "/" + "/".join(t.replace("~", "~0").replace("/", "~1") for t in tokens)
-            if tokens
-            else ""
-        )
 
     def render(self) -> str:
         """Every declaration, root first, then reference targets in name order."""
@@ -517,7 +550,7 @@ class SchemaDeclarations:
         parts: list[_T] = []
         ref = schema.get("$ref")
         if isinstance(ref, str):
-            parts.append(self._ref(ref, guarded))
+            parts.append(self._ref(schema, guarded))
             if self._legacy_ref:
                 return parts[0]
         elif ref is not None:
@@ -539,8 +572,8 @@ class SchemaDeclarations:
                 )
         return _intersection(parts)
 
-    def _ref(self, ref: str, guarded: bool) -> _T:
-        pointer = self._pointer(ref)
+    def _ref(self, holder: Mapping[str, Any], guarded: bool) -> _T:
+        pointer = self._index.targets.get(id(holder))
         if pointer is None or pointer not in self._decls:
             return _UNKNOWN
         if not guarded:
