@@ -129,3 +129,58 @@ def test_location_column_counts_characters_not_bytes() -> None:
     diagnostic = failure("const s = 'héllo wörld 😀'; enum E { A }")
     # 27 characters precede `enum` (28 UTF-16 units, 32 UTF-8 bytes).
     assert diagnostic.location == Location(1, 28)
+
+
+# Line breaks where TypeScript and a blanked JavaScript (or tree-sitter) would read the code
+# differently: refused at the token, so nothing changes meaning silently.
+LINE_BREAKS: list[tuple[str, str, ErrorCode, int, int, str]] = [
+    ("before_arrow", "const f = ()\n => 1", ErrorCode.COMPILE_ERROR, 2, 2, "before `=>`"),
+    (
+        "before_return_type",
+        "const f = (x: number)\n: number => x",
+        ErrorCode.UNSUPPORTED_SYNTAX,
+        2,
+        1,
+        "return type",
+    ),
+    ("after_let", "let\n x = 1", ErrorCode.COMPILE_ERROR, 1, 1, "`let`"),
+    (
+        "before_non_null",
+        "const a = { b: 1 }\nconst r = a/*\n*/!.b",
+        ErrorCode.COMPILE_ERROR,
+        3,
+        3,
+        "non-null `!`",
+    ),
+    (
+        "after_modifier",
+        "class A { private/*\n*/ x = 1 }",
+        ErrorCode.COMPILE_ERROR,
+        1,
+        11,
+        "after `private`",
+    ),
+    ("after_type_keyword", "type/*\n*/ T = number", ErrorCode.COMPILE_ERROR, 1, 1, "after `type`"),
+    (
+        "before_as",
+        "const v = 1 + 2/*\n*/ as number",
+        ErrorCode.COMPILE_ERROR,
+        2,
+        4,
+        "before `as`",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("source", "code", "line", "column", "words"),
+    [c[1:] for c in LINE_BREAKS],
+    ids=[c[0] for c in LINE_BREAKS],
+)
+def test_meaning_changing_line_breaks_are_refused(
+    source: str, code: ErrorCode, line: int, column: int, words: str
+) -> None:
+    diagnostic = failure(source)
+    assert diagnostic.code is code
+    assert diagnostic.location == Location(line, column)
+    assert words in diagnostic.message
