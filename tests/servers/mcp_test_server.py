@@ -46,11 +46,21 @@ class TestServer(MCPServer):
 
     page_size: int = 0
     invalid_schema: bool = False
+    fault: str = "none"
 
     async def _handle_list_tools(
         self, ctx: Any, params: types.PaginatedRequestParams | None
     ) -> Any:
         tools = await self.list_tools()
+        cursor = params.cursor if params is not None else None
+        if self.fault == "endless-pages":
+            # Every page points at a new one: a client must stop on its own.
+            return types.ListToolsResult(tools=tools[:1], next_cursor=str(int(cursor or 0) + 1))
+        if self.fault == "duplicate":
+            second = types.Tool(
+                name="echo", description="a second echo", input_schema={"type": "object"}
+            )
+            tools.append(second)
         if self.invalid_schema:
             tools.append(
                 types.Tool(
@@ -71,6 +81,7 @@ def build(args: argparse.Namespace) -> TestServer:
     server = TestServer("codemodekit-test-server", version="1.0.0")
     server.page_size = args.page_size
     server.invalid_schema = args.fault == "invalid-schema"
+    server.fault = args.fault
 
     @server.tool(annotations=types.ToolAnnotations(read_only_hint=True, title="Echo"))
     def echo(text: str) -> str:
@@ -146,6 +157,11 @@ def build(args: argparse.Namespace) -> TestServer:
     def pid() -> int:
         """This server's process id."""
         return os.getpid()
+
+    @server.tool()
+    def cwd() -> str:
+        """This server's working directory."""
+        return os.getcwd()
 
     @server.tool()
     def big(size: int) -> str:
@@ -278,7 +294,9 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--legacy", action="store_true")
     parser.add_argument(
-        "--fault", choices=["none", "garbage", "hang", "invalid-schema"], default="none"
+        "--fault",
+        choices=["none", "garbage", "hang", "invalid-schema", "endless-pages", "duplicate"],
+        default="none",
     )
     parser.add_argument("--down-file", default="")
     parser.add_argument("--page-size", type=int, default=0)

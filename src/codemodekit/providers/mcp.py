@@ -145,6 +145,8 @@ class McpToolProvider:
     async def start(self, on_change: DiscoveryListener) -> Discovery:
         if self._closed:
             raise SourceUnavailable(f"MCP source {self.name!r} is closed")
+        if self._on_change is not None:
+            raise RuntimeError(f"McpToolProvider {self.name!r} was already started")
         self._on_change = on_change
         self._set(HealthStatus.CONNECTING, f"connecting to {self._target}")
         try:

@@ -179,3 +179,27 @@ async def test_secret_printed_on_stderr_is_masked(tmp_path: Path) -> None:
         assert "token was ***" in str(caught.value)
         assert secret not in str(caught.value)
         assert secret not in mcp.health().message
+
+
+async def test_endless_pagination_is_cut_off() -> None:
+    async with provider(stdio_source("pages", "--fault", "endless-pages")) as mcp:
+        with pytest.raises(SourceUnavailable) as caught:
+            await mcp.start(Changes())
+        assert "did not end within 100 pages" in str(caught.value)
+
+
+async def test_a_tool_listed_twice_keeps_the_first_and_reports_the_second() -> None:
+    async with provider(stdio_source("dupes", "--fault", "duplicate")) as mcp:
+        discovery = await mcp.start(Changes())
+        assert [tool.name for tool in discovery.tools].count("echo") == 1
+        echo = next(tool for tool in discovery.tools if tool.name == "echo")
+        assert echo.description == "Return the text unchanged."
+        assert [skipped.name for skipped in discovery.skipped] == ["echo"]
+        assert "skipped" in mcp.health().message
+
+
+async def test_start_twice_is_a_programming_error() -> None:
+    async with provider(stdio_source()) as mcp:
+        await mcp.start(Changes())
+        with pytest.raises(RuntimeError):
+            await mcp.start(Changes())

@@ -41,10 +41,14 @@ async def test_from_spec_runs_typescript_against_an_mcp_source(
         result = await cm.run(
             "const env = await tools.up.secret_env({ name: 'UPSTREAM_TOKEN' });\n"
             "const sum = await tools.up.add({ a: 1, b: 2 });\n"
-            "return [env.structuredContent.result, sum.structuredContent.total];"
+            "const cwd = await tools.up.cwd({});\n"
+            "return [env.structuredContent.result, sum.structuredContent.total,\n"
+            "        cwd.structuredContent.result];"
         )
         assert result.ok, result.diagnostic
-        assert result.value == [True, 3]
+        assert result.value[:2] == [True, 3]
+        # `cwd` is resolved against the spec file's folder.
+        assert Path(result.value[2]) == (tmp_path / "work").resolve()
         assert "tok-123456" not in json.dumps([h.to_json() for h in cm.health])
 
 
