@@ -257,7 +257,37 @@ async def test_unsupported_operations_are_skipped_with_precise_reasons(tmp_path:
                             "name": "o",
                             "in": "query",
                             "style": "deepObject",
+                            "explode": True,
                             "schema": {"type": "object", "properties": {"n": {"type": "object"}}},
+                        }
+                    ],
+                    "responses": {"200": {"description": "ok"}},
+                }
+            },
+            "/spacex": {
+                "get": {
+                    "operationId": "spacex",
+                    "parameters": [
+                        {
+                            "name": "a",
+                            "in": "query",
+                            "style": "spaceDelimited",
+                            "explode": True,
+                            "schema": {"type": "array", "items": {"type": "string"}},
+                        }
+                    ],
+                    "responses": {"200": {"description": "ok"}},
+                }
+            },
+            "/deepflat": {
+                "get": {
+                    "operationId": "deepflat",
+                    "parameters": [
+                        {
+                            "name": "o",
+                            "in": "query",
+                            "style": "deepObject",
+                            "schema": {"type": "object"},
                         }
                     ],
                     "responses": {"200": {"description": "ok"}},
@@ -298,6 +328,9 @@ async def test_unsupported_operations_are_skipped_with_precise_reasons(tmp_path:
         "undeclared": "GET /undeclared/{id}: path parameter {id} is not declared",
         "space": "GET /space: parameter 'o' (query): spaceDelimited objects are not supported",
         "deep": "GET /deep: parameter 'o' (query): deepObject with nested objects or arrays is undefined",
+        "spacex": "GET /spacex: parameter 'a' (query): spaceDelimited with explode=true is undefined",
+        "deepflat": "GET /deepflat: parameter 'o' (query): deepObject needs explode=true "
+        "(explode=false is undefined)",
         "twice": "GET /twice: parameter 'a' (query) is declared twice",
         "content": "GET /content: parameter 'a' (query): content media type 'text/csv' is not supported",
     }

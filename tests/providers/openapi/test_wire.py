@@ -51,13 +51,13 @@ async def test_query_form(wire: OpenApiToolProvider, server: ServerThread) -> No
         "arr": ["x", "y"],
         "objx": COLOR,
         "obj": COLOR,
-        "reserved": "a/b?c",
+        "reserved": "a/b?c%2F#[x] y",
         "json": {"k": [1]},
     }
     got = await call(wire, server, "queryForm", args)
     assert got.query == (
         "prim=a%26b%3Dc&num=1.5&flag=true&arrx=x&arrx=y&arr=x,y&R=100&G=200"
-        "&obj=R,100,G,200&reserved=a/b?c&json=%7B%22k%22%3A%5B1%5D%7D"
+        "&obj=R,100,G,200&reserved=a/b?c%2F%23%5Bx%5D%20y&json=%7B%22k%22%3A%5B1%5D%7D"
     )
 
 
@@ -73,7 +73,7 @@ async def test_query_delimited_and_deep_object(
 ) -> None:
     args = {"space": ["a", "b c"], "pipe": ["a", "b"], "deep": COLOR}
     got = await call(wire, server, "queryDelimited", args)
-    assert got.query == "space=a%20b%20c&pipe=a%7Cb&deep[R]=100&deep[G]=200"
+    assert got.query == "space=a%20b%20c&pipe=a%7Cb&deep%5BR%5D=100&deep%5BG%5D=200"
 
 
 async def test_headers_simple(wire: OpenApiToolProvider, server: ServerThread) -> None:

@@ -10,18 +10,20 @@ label      path        primitive, array, object (explode true/false)
 matrix     path        primitive, array, object (explode true/false)
 form       query       primitive, array, object (explode true/false)
 form       cookie      primitive (any explode); array/object with explode=false
-space/pipe query       arrays with explode=false (explode=true is form); objects skip
-deepObject query       objects of primitives
+space/pipe query       arrays with explode=false (``%20``/``%7C``); objects skip
+deepObject query       objects of primitives, explode=true (``color%5BR%5D=100``)
 =========  ==========  =========================================================
 
 Anything else skips the operation with a reason. Values are percent-encoded as RFC 3986
-requires (``allowReserved`` keeps reserved characters in query values); header values are
-sent as-is and refused when they contain control characters. ``null`` is treated as absent.
+requires (``allowReserved`` keeps reserved characters other than ``#[]`` and existing
+``%XX`` triplets in query values); header values are never percent-encoded (OAS 3.2
+appendix D) and are refused when they contain control characters. ``null`` is treated as absent.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +43,10 @@ _ALLOWED_STYLES = {
     "cookie": ("form",),
 }
 _IGNORED_HEADERS = frozenset({"accept", "content-type", "authorization"})
-_RESERVED = ":/?#[]@!$&'()*+,;="
+# allowReserved keeps RFC 3986 reserved characters, except "#", "[" and "]", which a query
+# can never hold unencoded, and keeps existing %XX triplets (reserved expansion).
+_RESERVED_IN_QUERY = ":/?@!$&'()*+,;="
+_TRIPLET = re.compile(r"%[0-9A-Fa-f]{2}")
 
 
 class Unsupported(Exception):
@@ -184,11 +189,17 @@ def check_style(
     base: Path,
 ) -> None:
     if style in ("spaceDelimited", "pipeDelimited"):
+        if explode:
+            raise Unsupported(f"{label}: {style} with explode=true is undefined")
         if kinds is not None and "object" in kinds:
             raise Unsupported(f"{label}: {style} objects are not supported")
         if kinds is not None and "array" not in kinds:
             raise Unsupported(f"{label}: {style} applies only to arrays")
     if style == "deepObject":
+        if not explode:
+            raise Unsupported(
+                f"{label}: deepObject needs explode=true (explode=false is undefined)"
+            )
         if kinds is not None and kinds != {"object"}:
             raise Unsupported(f"{label}: deepObject applies only to objects")
         if _has_nested_properties(schema, converter, base):
@@ -255,7 +266,15 @@ def _scalar(value: Any, label: str) -> str:
 
 
 def _enc(text: str, reserved: bool = False) -> str:
-    return quote(text, safe=_RESERVED if reserved else "")
+    if not reserved:
+        return quote(text, safe="")
+    out, last = [], 0
+    for match in _TRIPLET.finditer(text):
+        out.append(quote(text[last : match.start()], safe=_RESERVED_IN_QUERY))
+        out.append(match.group(0))
+        last = match.end()
+    out.append(quote(text[last:], safe=_RESERVED_IN_QUERY))
+    return "".join(out)
 
 
 @dataclass
@@ -354,15 +373,14 @@ def _query_pairs(param: ParamPlan, value: Any, label: str) -> list[str]:
     if param.style == "deepObject":
         if not isinstance(value, Mapping):
             raise ToolError(f"{label}: deepObject style needs an object")
-        return [f"{name}[{enc(k)}]={enc(v)}" for k, v in _pairs(value, label)]
+        # "[" and "]" must be percent-encoded in a query (RFC 3986; OAS 3.1.1 appendix E).
+        return [f"{name}%5B{enc(k)}%5D={enc(v)}" for k, v in _pairs(value, label)]
     if param.style in ("spaceDelimited", "pipeDelimited"):
         if not isinstance(value, list):
             raise ToolError(f"{label}: {param.style} style needs an array")
         items = _items_of(value, label)
         if not items:
             return []
-        if param.explode:
-            return [f"{name}={enc(v)}" for v in items]
         delimiter = "%20" if param.style == "spaceDelimited" else "%7C"
         return [f"{name}=" + delimiter.join(enc(v) for v in items)]
     # form
