@@ -156,3 +156,23 @@ async def test_prelude_frames_never_become_the_location() -> None:
     assert outcome.diagnostic.location.line == 3
     # Within `tools.t.fail(`: QuickJS points at the property name of the call.
     assert 17 <= outcome.diagnostic.location.column <= 29
+
+
+async def test_a_flood_of_calls_reaches_the_host_in_bounded_batches() -> None:
+    from codemodekit.sandbox._engine import MAX_CALLS_PER_SLICE
+
+    host = HostDouble()
+    program = compile_code(
+        "const all = await Promise.all(Array.from({ length: 3000 }, () => tools.t.wait({})));"
+        " return all.length"
+    )
+    task = asyncio.ensure_future(QuickJsSandbox().run(program, host, Limits()))
+    while len(host.calls) < MAX_CALLS_PER_SLICE:
+        await asyncio.sleep(0.001)
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert len(host.calls) == MAX_CALLS_PER_SLICE  # the rest wait inside the sandbox
+    host.release.set()
+    outcome = await task
+    assert outcome.ok and outcome.value == 3000
+    assert len(host.calls) == 3000

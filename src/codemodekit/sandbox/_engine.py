@@ -25,6 +25,8 @@ from codemodekit.errors import Diagnostic, ErrorCode, Location, new_correlation_
 from codemodekit.limits import Limits
 from codemodekit.sandbox.base import CompiledProgram, LogEntry
 
+MAX_CALLS_PER_SLICE = 1024
+"""Queued tool calls handed to the host per slice; the rest wait in the sandbox."""
 MESSAGE_CHARS = 2000
 """Longest message of a sandbox diagnostic (the user's error text is cut beyond this)."""
 HOST_BUDGET_S = 0.25
@@ -192,7 +194,7 @@ class Engine:
 
     def _advance(self) -> Step:
         self._pump()
-        packet = _loads(self._call("drain"))
+        packet = _loads(self._call("drain", MAX_CALLS_PER_SLICE))
         calls = [
             ToolCall(int(c[0]), str(c[1]), str(c[2]), c[3])
             for c in packet["c"]

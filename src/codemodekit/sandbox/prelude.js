@@ -260,8 +260,8 @@
     else onFulfilled(program);
     return '{"k":"started"}';
   };
-  commands.drain = () => {
-    const calls = modules.calls === undefined ? "" : modules.calls.drain();
+  commands.drain = (max) => {
+    const calls = modules.calls === undefined ? "" : modules.calls.drain(max);
     return '{"s":' + state + ',"c":[' + calls + "]}";
   };
   commands.settle = (batch) => {

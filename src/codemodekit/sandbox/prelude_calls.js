@@ -70,7 +70,9 @@
   };
 
   const pending = api.record(); // id -> [resolve, reject, site]
-  let outbox = "";
+  const outbox = api.record(); // queue index -> "[id, source, tool, arguments]" JSON text
+  let outStart = 0;
+  let outEnd = 0;
   let nextId = 0;
 
   const call = api.named("codemode$call", (ns, name, args) => {
@@ -99,15 +101,18 @@
       slot[1] = reject;
     });
     pending[id] = slot;
-    outbox +=
-      (outbox ? "," : "") + "[" + id + "," + stringify(ns) + "," + stringify(name) + "," +
-      json + "]";
+    outbox[outEnd++] = "[" + id + "," + stringify(ns) + "," + stringify(name) + "," + json + "]";
     return promise;
   });
 
-  const drain = () => {
-    const out = outbox;
-    outbox = "";
+  // At most `max` calls per slice, so a flood of calls never floods the host at once;
+  // the rest stay queued here for the next slices.
+  const drain = (max) => {
+    let out = "";
+    for (let n = 0; n < max && outStart < outEnd; n++) {
+      out += (out ? "," : "") + outbox[outStart];
+      delete outbox[outStart++];
+    }
     return out;
   };
 
