@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+from pathlib import Path
 
 import pytest
 
@@ -148,3 +149,69 @@ async def test_transport_replaces_the_network() -> None:
         await provider.aclose()
     assert out.structured_content == {"ok": True}
     assert seen == ["https://api.test/q/form?prim=x"]
+
+
+async def test_path_and_operation_servers(tmp_path: Path) -> None:
+    import json
+
+    import httpx
+
+    from codemodekit.limits import Limits
+    from codemodekit.spec.model import OpenApiSource
+
+    ok = {"200": {"description": "ok"}}
+    document = {
+        "openapi": "3.0.3",
+        "info": {"title": "t", "version": "1"},
+        "servers": [{"url": "https://api.test/v1"}],
+        "paths": {
+            "/a": {
+                "servers": [{"url": "/v2"}],
+                "get": {"operationId": "pathLevel", "responses": ok},
+            },
+            "/b": {
+                "get": {
+                    "operationId": "otherHost",
+                    "servers": [{"url": "https://elsewhere.test"}],
+                    "responses": ok,
+                }
+            },
+            "/c": {"get": {"operationId": "plain", "responses": ok}},
+        },
+    }
+    path = tmp_path / "servers.json"
+    path.write_text(json.dumps(document))
+    seen: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(str(request.url))
+        return httpx.Response(204)
+
+    async def urls(base_url: str | None) -> tuple[list[str], dict[str, str]]:
+        seen.clear()
+        config = OpenApiSource(name="s", document=path, base_url=base_url)
+        provider = OpenApiToolProvider(
+            config, limits=Limits(), environ={}, transport=httpx.MockTransport(handler)
+        )
+        discovery = await started(provider)
+        try:
+            for tool in discovery.tools:
+                await provider.call_tool(tool.name, {}, context())
+        finally:
+            await provider.aclose()
+        return list(seen), {s.name: s.reason for s in discovery.skipped}
+
+    called, skipped = await urls(None)
+    assert called == ["https://api.test/v2/a", "https://api.test/v1/c"]
+    assert skipped == {
+        "otherHost": "GET /b: operation server 'https://elsewhere.test' is on another host "
+        "than the source's base URL"
+    }
+    # base_url overrides every server of the document.
+    called, skipped = await urls("https://override.test/x")
+    assert called == [
+        "https://override.test/x/a",
+        "https://override.test/x/b",
+        "https://override.test/x/c",
+    ]
+    assert skipped == {}
