@@ -133,8 +133,13 @@ class SourceContribution:
     """One content digest per tool (same order as ``tools``): what the revision hashes."""
 
 
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
 def _freeze(value: Any) -> Any:
     if isinstance(value, Mapping):
+        if not value:
+            return _EMPTY  # shared: most tools have no sideband at all
         return MappingProxyType({k: _freeze(v) for k, v in value.items()})
     if isinstance(value, list | tuple):
         return tuple(_freeze(v) for v in value)
@@ -278,9 +283,9 @@ def _definition(
         description=spec.description,
         input_schema=FrozenJSON(input_text),
         output_schema=None if output_text is None else FrozenJSON(output_text),
-        annotations=FrozenJSON(annotations_text),
-        meta=_freeze(dict(spec.meta)),
-        provenance=_freeze(dict(spec.provenance)),
+        annotations=_EMPTY if annotations_text == "{}" else FrozenJSON(annotations_text),
+        meta=_freeze(spec.meta),
+        provenance=_freeze(spec.provenance),
         deprecated=spec.deprecated,
         quarantine=quarantine,
     )

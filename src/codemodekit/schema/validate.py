@@ -13,6 +13,7 @@ the way the reference implementation sees it.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -50,17 +51,12 @@ class ValidationIssue:
         return f"{self.path}: {self.message}"
 
 
-class _RefusingRetriever:
-    """A ``jsonschema-rs`` retriever that never fetches, remembering what was asked."""
+_REFUSED = re.compile(r"remote \$ref (\S+) is not fetched")
 
-    __slots__ = ("asked",)
 
-    def __init__(self) -> None:
-        self.asked: list[str] = []
-
-    def __call__(self, uri: str) -> Any:
-        self.asked.append(uri)
-        raise LookupError(f"remote $ref {uri} is not fetched")
+def _refuse(uri: str) -> Any:
+    """The ``jsonschema-rs`` retriever: never fetches (its default one uses the network)."""
+    raise LookupError(f"remote $ref {uri} is not fetched")
 
 
 MAX_DEPTH = 1000
@@ -199,12 +195,12 @@ def compile_validator(schema: Mapping[str, Any] | PreparedSchema) -> Validator:
         document = schema
         source = schema if isinstance(schema, dict) else dict(schema)
         dialect = dialect_of(schema) if "$schema" in schema else DRAFT202012
-    retriever = _RefusingRetriever()
     try:
-        impl = jsonschema_rs.validator_for(source, retriever=retriever)
+        impl = jsonschema_rs.validator_for(source, retriever=_refuse)
     except jsonschema_rs.ValidationError as exc:
-        if retriever.asked:
-            raise SchemaUnsupported(f"remote $ref {retriever.asked[0]} is not fetched") from None
+        refused = _REFUSED.search(str(exc))
+        if refused is not None:
+            raise SchemaUnsupported(f"remote $ref {refused.group(1)} is not fetched") from None
         if type(exc.kind).__name__ == "Referencing":
             raise SchemaUnsupported(f"$ref does not resolve: {exc.message}") from None
         first_line = f"at {json_path(exc.instance_path)}: {exc.message}"
