@@ -5,6 +5,7 @@ from __future__ import annotations
 from codemodekit.catalog import Catalog, ToolDefinition
 from codemodekit.codegen.declarations import (
     GENERATED_HEADER,
+    AnalysisCache,
     quarantine_comment,
     render_declarations,
 )
@@ -55,6 +56,7 @@ def generate(catalog: Catalog, *, name: str) -> dict[str, str]:
     """``tools.d.ts``, one ``tools.<source>.d.ts`` per source, prefix shards of sources with
     more than ``SHARD_THRESHOLD`` tools, and ``catalog.json``. Same catalog, same bytes."""
     files: dict[str, str] = {}
+    cache: AnalysisCache = {}
     total = len(catalog.available_tools)
     files[ALL_TOOLS_FILE] = render_declarations(
         catalog.tools,
@@ -62,13 +64,14 @@ def generate(catalog: Catalog, *, name: str) -> dict[str, str]:
             f"{name}: {_count(total, 'tool')} from {_count(len(catalog.sources), 'source')}, "
             f"catalog revision {catalog.revision}."
         ],
+        cache=cache,
     )
     layouts = source_layouts(catalog)
     for layout in layouts:
         tools = catalog.source_tools(layout.source)
         if not layout.shards:
             files[layout.file] = render_declarations(
-                tools, header=[f"Source {ts_string(layout.source)}."]
+                tools, header=[f"Source {ts_string(layout.source)}."], cache=cache
             )
             continue
         files[layout.file] = _shard_index(layout, tools)
@@ -77,8 +80,10 @@ def generate(catalog: Catalog, *, name: str) -> dict[str, str]:
             files[path] = render_declarations(
                 [t for t in tools if t.name in members],
                 header=[
-                    f"Source {ts_string(layout.source)}, shard {path}: {_count(len(names), 'tool')}."
+                    f"Source {ts_string(layout.source)}, shard {path}: "
+                    f"{_count(len(names), 'tool')}."
                 ],
+                cache=cache,
             )
     files[LOCK_FILE] = dump_json(
         lock_document(catalog, name=name, layouts=layouts, files=files.keys())

@@ -13,6 +13,7 @@ from typing import Any
 from codemodekit.catalog import ToolDefinition, thaw
 from codemodekit.codegen.contract import RESULT_CONTRACT
 from codemodekit.schema.typescript import (
+    AnalyzedSchema,
     SchemaDeclarations,
     TypeNames,
     jsdoc,
@@ -31,35 +32,55 @@ class _ToolTypes:
     declarations: str
 
 
-def _project(tools: Sequence[ToolDefinition], names: TypeNames) -> list[_ToolTypes]:
+AnalysisCache = dict[tuple[str, str, str], AnalyzedSchema]
+"""(source, tool, role) → analyzed schema; lets one ``generate`` analyze each schema once."""
+
+
+def _project(
+    tools: Sequence[ToolDefinition], names: TypeNames, cache: AnalysisCache | None = None
+) -> list[_ToolTypes]:
     shared: dict[str, str] = {}
+    analyses: AnalysisCache = {} if cache is None else cache
+
+    def analyzed(tool: ToolDefinition, role: str, schema: Any) -> AnalyzedSchema:
+        key = (tool.source, tool.name, role)
+        if key not in analyses:
+            analyses[key] = AnalyzedSchema(thaw(schema))
+        return analyses[key]
+
     # Root names first, for every tool, so a reference target of one tool can never take
     # the name another tool's input or output would get.
-    roots: list[tuple[ToolDefinition, str, str, str | None]] = []
+    roots: list[tuple[ToolDefinition, str, str | None]] = []
     for tool in tools:
         prefix = pascal_case(tool.source) + pascal_case(tool.name)
         input_name = names.allocate(prefix + "Input")
         output_name = names.allocate(prefix + "Output") if tool.output_schema is not None else None
-        roots.append((tool, prefix, input_name, output_name))
+        roots.append((tool, input_name, output_name))
     projectors: list[tuple[ToolDefinition, str, str, list[SchemaDeclarations]]] = []
-    for tool, _prefix, input_name, output_name in roots:
-
-        def project(
-            schema: Any, root: str, role: str, tool: ToolDefinition = tool
-        ) -> SchemaDeclarations:
-            return SchemaDeclarations(
-                thaw(schema),
-                root_name=root,
-                names=names,
-                source_prefix=pascal_case(tool.source),
-                tool_prefix=pascal_case(tool.source) + pascal_case(tool.name),
-                role=role,
-                shared=shared,
+    for tool, input_name, output_name in roots:
+        common: dict[str, Any] = {
+            "names": names,
+            "source_prefix": pascal_case(tool.source),
+            "tool_prefix": pascal_case(tool.source) + pascal_case(tool.name),
+            "shared": shared,
+        }
+        parts = [
+            SchemaDeclarations(
+                analyzed(tool, "input", tool.input_schema),
+                root_name=input_name,
+                role="Input",
+                **common,
             )
-
-        parts = [project(tool.input_schema, input_name, "Input")]
+        ]
         if output_name is not None and tool.output_schema is not None:
-            parts.append(project(tool.output_schema, output_name, "Output"))
+            parts.append(
+                SchemaDeclarations(
+                    analyzed(tool, "output", tool.output_schema),
+                    root_name=output_name,
+                    role="Output",
+                    **common,
+                )
+            )
         projectors.append((tool, input_name, output_name or "unknown", parts))
     return [
         _ToolTypes(tool, input_name, output_name, "\n".join(p.render() for p in parts))
@@ -107,12 +128,17 @@ def quarantine_comment(tools: Iterable[ToolDefinition]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_declarations(tools: Sequence[ToolDefinition], *, header: Sequence[str] = ()) -> str:
+def render_declarations(
+    tools: Sequence[ToolDefinition],
+    *,
+    header: Sequence[str] = (),
+    cache: AnalysisCache | None = None,
+) -> str:
     """A complete ``.d.ts``: contract, projected types, ``declare const tools`` and a comment
     listing quarantined tools (which get no declaration: they cannot be called)."""
     available = [t for t in tools if t.available]
     names = TypeNames()
-    projected = _project(available, names)
+    projected = _project(available, names, cache)
     out = [GENERATED_HEADER + "\n"]
     out.extend(f"// {_one_line(h)}\n" for h in header)
     out.append("\n" + RESULT_CONTRACT)

@@ -25,6 +25,7 @@ from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 __all__ = [
     "RESERVED_TYPE_NAMES",
+    "AnalyzedSchema",
     "SchemaDeclarations",
     "TypeNames",
     "jsdoc",
@@ -387,6 +388,51 @@ class _Decl:
     """Pointers referenced outside any object/array (where alias cycles are illegal)."""
 
 
+class AnalyzedSchema:
+    """A plain-JSON schema document with every ``$ref`` resolved, independent of naming,
+    so one analysis serves every file that declares the same tool."""
+
+    __slots__ = ("dialect", "document", "index", "signatures")
+
+    def __init__(self, document: Any) -> None:
+        self.document = document
+        dialect = document.get("$schema") if isinstance(document, dict) else None
+        self.dialect = dialect if isinstance(dialect, str) else None
+        self.index = _index(document, self.dialect)
+        self.signatures: dict[str, str | None] = {}
+        """Target pointer → digest of its closure (``None``: reaches the root)."""
+
+    def signature(self, pointer: str) -> str | None:
+        if pointer not in self.signatures:
+            self.signatures[pointer] = self._closure_signature(pointer)
+        return self.signatures[pointer]
+
+    def _closure_signature(self, pointer: str) -> str | None:
+        seen: set[str] = set()
+        queue = [pointer]
+        while queue:
+            current = queue.pop()
+            if current in seen:
+                continue
+            if current == "":
+                return None
+            seen.add(current)
+            prefix = current + "/"
+            for holder, target in self.index.refs:
+                if (
+                    (holder == current or holder.startswith(prefix))
+                    and target is not None
+                    and target not in seen
+                ):
+                    queue.append(target)
+        digest = hashlib.sha256(f"{self.dialect}\n{pointer}".encode())
+        for current in sorted(seen):
+            node = _resolve(self.document, _split_pointer(current))
+            text = json.dumps(node, sort_keys=True, ensure_ascii=False, default=str)
+            digest.update(f"\n{current}\t{text}".encode())
+        return digest.hexdigest()
+
+
 class SchemaDeclarations:
     """Projects one schema document (a tool's input or output) into named declarations.
 
@@ -395,12 +441,13 @@ class SchemaDeclarations:
     took that name for a different schema, ``tool_prefix`` + key. ``shared`` (one per file)
     maps a target's closure (its schema and everything it references) to the name already
     declared for it, so identical definitions used by many tools are declared once.
+    ``document`` is plain JSON (dicts and lists) or an ``AnalyzedSchema`` of it.
     Call ``render()`` once.
     """
 
     def __init__(
         self,
-        document: Any,
+        document: Any | AnalyzedSchema,
         *,
         root_name: str,
         names: TypeNames,
@@ -409,13 +456,13 @@ class SchemaDeclarations:
         role: str = "",
         shared: dict[str, str] | None = None,
     ) -> None:
+        analysis = document if isinstance(document, AnalyzedSchema) else AnalyzedSchema(document)
+        document = analysis.document
         self._doc = document
         self._root_name = root_name
         self._names = names
-        dialect = document.get("$schema") if isinstance(document, dict) else None
-        self._index = _index(document, dialect if isinstance(dialect, str) else None)
-        self._canonical: dict[str, str] = {}
-        self._legacy_ref = dialect in _LEGACY_DIALECTS
+        self._index = analysis.index
+        self._legacy_ref = analysis.dialect in _LEGACY_DIALECTS
         self._decls: dict[str, _Decl] = {}
         self._external: set[str] = set()
         """Targets declared by an earlier document of the same file."""
@@ -430,9 +477,7 @@ class SchemaDeclarations:
             target = _resolve(document, _split_pointer(pointer))
             if target is None:
                 continue
-            signature = (
-                self._closure_signature(pointer, str(dialect)) if shared is not None else None
-            )
+            signature = analysis.signature(pointer) if shared is not None else None
             if shared is not None and signature is not None and signature in shared:
                 self._decls[pointer] = _Decl(shared[signature], pointer, target)
                 self._external.add(pointer)
@@ -447,36 +492,6 @@ class SchemaDeclarations:
             self._decls[pointer] = _Decl(name, pointer, target)
             if shared is not None and signature is not None:
                 shared[signature] = name
-
-    def _closure_signature(self, pointer: str, dialect: str) -> str | None:
-        """Digest of ``pointer``'s schema and every schema it reaches; ``None`` when it
-        reaches the document root (whose name is this tool's own)."""
-        seen: set[str] = set()
-        queue = [pointer]
-        while queue:
-            current = queue.pop()
-            if current in seen:
-                continue
-            if current == "":
-                return None
-            seen.add(current)
-            prefix = current + "/"
-            for holder, target in self._index.refs:
-                if (
-                    (holder == current or holder.startswith(prefix))
-                    and target is not None
-                    and target not in seen
-                ):
-                    queue.append(target)
-        digest = hashlib.sha256(f"{dialect}\n{pointer}".encode())
-        for current in sorted(seen):
-            text = self._canonical.get(current)
-            if text is None:
-                node = _resolve(self._doc, _split_pointer(current))
-                text = json.dumps(node, sort_keys=True, ensure_ascii=False, default=str)
-                self._canonical[current] = text
-            digest.update(f"\n{current}\t{text}".encode())
-        return digest.hexdigest()
 
     def render(self) -> str:
         """Every declaration, root first, then reference targets in name order."""
