@@ -61,7 +61,12 @@ def tool_key(source: str, name: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ToolDefinition:
-    """A normalized tool. Schemas are read-only views; never mutate them."""
+    """A normalized tool. Schemas are read-only views; never mutate them.
+
+    In a built catalog, ``input_schema``/``output_schema``/``annotations`` are
+    ``FrozenJSON`` mappings (nested values are mapping proxies and tuples); ``thaw`` gives
+    a plain, JSON-ready copy. Schemas are the normalized documents the validators enforce.
+    """
 
     source: str
     name: str
