@@ -176,3 +176,18 @@ async def test_a_flood_of_calls_reaches_the_host_in_bounded_batches() -> None:
     outcome = await task
     assert outcome.ok and outcome.value == 3000
     assert len(host.calls) == 3000
+
+
+async def test_tiny_limits_fail_cleanly() -> None:
+    sandbox = QuickJsSandbox()
+    tiny_heap = await run(sandbox, "return [1, 2, 3].map(String)", memory_bytes=1024)
+    assert tiny_heap.diagnostic is not None
+    assert tiny_heap.diagnostic.code is ErrorCode.MEMORY_LIMIT
+    tiny_stack = await run(sandbox, "function f() { return 1 } return f()", stack_bytes=1)
+    assert not tiny_stack.ok
+    assert (await run(sandbox, "return 'fine'")).value == "fine"
+
+
+async def test_prelude_time_is_not_user_compute() -> None:
+    outcome = await run(QuickJsSandbox(), "return 1", compute_time_ms=1)
+    assert outcome.ok and outcome.value == 1

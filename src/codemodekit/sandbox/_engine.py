@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import threading
 import time
 from dataclasses import dataclass, field
 from functools import cache
@@ -108,16 +107,14 @@ class Engine:
 
     def __init__(self, limits: Limits, *, stack_cap: int) -> None:
         self.limits = limits
-        self.lock = threading.Lock()
-        self.close_requested = False
-        self._budget = limits.compute_time_ms / 1000
+        self._budget = HOST_BUDGET_S
         self._used = 0.0
         self._program: CompiledProgram | None = None
         self._ctx: Any = quickjs.Context()
-        self._ctx.set_memory_limit(limits.memory_bytes)
-        self._ctx.set_max_stack_size(min(limits.stack_bytes, stack_cap))
         self._port: Any = None
         try:
+            # The prelude is the host's code: it runs before the limits apply and its time
+            # is not the user's compute.
             self._port = self._enter(self._ctx.eval, prelude_source())
             settings = json.dumps({"logEntries": limits.log_entries, "logBytes": limits.log_bytes})
             self._enter(
@@ -131,6 +128,10 @@ class Engine:
         except BaseException:
             self.close()
             raise
+        self._ctx.set_memory_limit(limits.memory_bytes)
+        self._ctx.set_max_stack_size(min(limits.stack_bytes, stack_cap))
+        self._budget = limits.compute_time_ms / 1000
+        self._used = 0.0
 
     # -- lifecycle ------------------------------------------------------------------------
     @property
@@ -195,6 +196,11 @@ class Engine:
     def _advance(self) -> Step:
         self._pump()
         packet = _loads(self._call("drain", MAX_CALLS_PER_SLICE))
+        if not isinstance(packet, dict) or "c" not in packet:
+            # The port failed inside: with a full heap that is the memory limit.
+            raise EngineFault(
+                self._memory_limit() if self._heap_full() else self._internal("drain failed")
+            )
         calls = [
             ToolCall(int(c[0]), str(c[1]), str(c[2]), c[3])
             for c in packet["c"]
