@@ -149,3 +149,8 @@ async def test_text_plain_body(wire: OpenApiToolProvider, server: ServerThread) 
     # An optional body left out sends no body at all.
     got = await call(wire, server, "textBody", {})
     assert got.body == b"" and got.header("content-type") is None
+
+
+async def test_non_ascii_header_value_is_a_tool_error(wire: OpenApiToolProvider) -> None:
+    with pytest.raises(ToolError, match="header values must be ASCII"):
+        await wire.call_tool("headers", {"X-Arr": ["é"]}, context())

@@ -144,7 +144,13 @@ def build_request(
         headers.append(
             ("Content-Type", media + "; charset=utf-8" if plan.body.kind == "text" else media)
         )
-    return client.build_request(plan.method, url, headers=headers, content=content)
+    try:
+        return client.build_request(plan.method, url, headers=headers, content=content)
+    except (httpx.InvalidURL, UnicodeError, ValueError) as exc:
+        raise ToolError(
+            f"{plan.method} {plan.path}: the arguments do not form a valid request "
+            f"({type(exc).__name__})"
+        ) from None
 
 
 def _expand_path(plan: OperationPlan, values: Mapping[str, str]) -> str:

@@ -221,7 +221,7 @@ def build(
             plan, spec = _build_one(
                 document, converter, op, name, base_url, base_url_overridden, auth_keys
             )
-        except Unsupported as exc:
+        except (Unsupported, UnresolvedRef) as exc:
             skipped.append(SkippedTool(name, f"{label}: {exc.reason}"))
             continue
         except (TypeError, ValueError, KeyError, AttributeError, IndexError, RecursionError) as exc:

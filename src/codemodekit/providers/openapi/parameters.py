@@ -404,6 +404,9 @@ def _query_pairs(param: ParamPlan, value: Any, label: str) -> list[str]:
 def _header_value(text: str, label: str) -> str:
     if any((ord(c) < 0x20 and c != "\t") or ord(c) == 0x7F for c in text):
         raise ToolError(f"{label}: header values cannot contain control characters")
+    if not text.isascii():
+        # Headers are never percent-encoded (OAS appendix D): the caller pre-encodes.
+        raise ToolError(f"{label}: header values must be ASCII; encode other text first")
     return text
 
 
