@@ -15,6 +15,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -30,27 +31,33 @@ from codemodekit.search import index_for, search_catalog  # noqa: E402
 
 def quality() -> None:
     catalog = fixture_catalog()
-    queries = fixture_queries()
-    at1 = at5 = 0
-    reciprocal = 0.0
-    misses = []
-    for case in queries:
-        response = search_catalog(catalog, case["query"], limit=10)
-        keys = [f"{h.source}.{h.name}" for h in response.hits]
-        ranks = [keys.index(e) + 1 for e in case["expected"] if e in keys]
-        best = min(ranks) if ranks else None
-        if best == 1:
-            at1 += 1
-        if best is not None and best <= 5:
-            at5 += 1
-        else:
-            misses.append((case["query"], case["expected"], keys[:5]))
-        reciprocal += 1.0 / best if best else 0.0
-    n = len(queries)
-    print(f"catalog: {len(catalog.available_tools)} tools; queries: {n}")
-    print(f"recall@1 {at1 / n:.3f}  recall@5 {at5 / n:.3f}  MRR@10 {reciprocal / n:.3f}")
-    for query, expected, got in misses:
-        print(f"  miss: {query!r}: expected {expected}, top 5 {got}")
+    print(f"catalog: {len(catalog.available_tools)} tools")
+    by_set: dict[str, list[dict[str, Any]]] = {}
+    for case in fixture_queries():
+        by_set.setdefault(case.get("set", "development"), []).append(case)
+    for name, queries in [*by_set.items(), ("all", list(fixture_queries()))]:
+        at1 = at5 = 0
+        reciprocal = 0.0
+        misses = []
+        for case in queries:
+            response = search_catalog(catalog, case["query"], limit=10)
+            keys = [f"{h.source}.{h.name}" for h in response.hits]
+            ranks = [keys.index(e) + 1 for e in case["expected"] if e in keys]
+            best = min(ranks) if ranks else None
+            at1 += best == 1
+            if best is not None and best <= 5:
+                at5 += 1
+            else:
+                misses.append((case["query"], case["expected"], keys[:5]))
+            reciprocal += 1.0 / best if best else 0.0
+        n = len(queries)
+        print(
+            f"{name:>11} ({n} queries): recall@1 {at1 / n:.3f}  recall@5 {at5 / n:.3f}  "
+            f"MRR@10 {reciprocal / n:.3f}"
+        )
+        if name != "all":
+            for query, expected, got in misses:
+                print(f"    miss: {query!r}: expected {expected}, top 5 {got}")
 
 
 def latency(size: int) -> None:

@@ -18,6 +18,7 @@ import dataclasses
 import difflib
 import heapq
 import importlib
+import itertools
 import json
 import math
 import re
@@ -105,6 +106,9 @@ _SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
     ("file", "content"),
     ("log", "logs"),
 )
+# First-person words in a need ("my repositories", "assigned to me") mean the caller:
+# APIs say "authenticated user", "current user" or "me".
+_FIRST_PERSON = frozenset({"my", "me", "mine", "myself"})
 _ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "pr": ("pull", "request"),
     "prs": ("pull", "request"),
@@ -162,6 +166,7 @@ def _synonym_table() -> dict[str, tuple[str, ...]]:
 
 
 _SYNONYMS = _synonym_table()
+_SELF_TERMS = tuple(sorted({stem(w) for w in ("authenticated", "current", "me")}))
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,40 +399,69 @@ def _variants(index: _Index, term: str) -> list[tuple[str, float]]:
     return sorted(out.items())
 
 
-def _query_terms(query: str) -> list[str]:
+def _query_units(index: _Index, query: str) -> list[list[tuple[str, float]]]:
+    """Each unit of meaning in the query, as the index terms (with weights) that express it.
+
+    A unit is a query word (with its stem, synonyms and prefix expansions), a first-person
+    word standing for the current user, or two adjacent words written as one in the index
+    ("log in" -> ``login``, "pet store" -> ``petstore``).
+    """
     raw = words(query)
-    terms: list[str] = []
+    units: list[list[tuple[str, float]]] = []
+    seen: set[str] = set()
+
+    def add_word(term: str) -> None:
+        if term not in seen:
+            seen.add(term)
+            units.append(_variants(index, term))
+
     for w in raw:
         if w in _ABBREVIATIONS:
-            terms.extend(_ABBREVIATIONS[w])
+            for term in _ABBREVIATIONS[w]:
+                add_word(term)
+        elif w in _FIRST_PERSON:
+            if "\0self" not in seen:
+                seen.add("\0self")
+                units.append([(t, _SYNONYM_WEIGHT) for t in _SELF_TERMS if t in index.postings])
         elif w not in _STOPWORDS:
-            terms.append(stem(w))
-    if not terms:  # a query made only of stopwords still means something
-        terms = [stem(w) for w in raw]
-    unique = list(dict.fromkeys(terms))
-    return unique[:MAX_QUERY_TERMS]
+            add_word(stem(w))
+    for first, second in itertools.pairwise(raw):
+        joined = stem(first + second)
+        if joined not in seen and joined in index.postings and len(first) + len(second) > 4:
+            seen.add(joined)
+            units.append([(joined, 1.0)])
+    if not any(units):  # a query made only of stopwords still means something
+        for w in raw:
+            add_word(stem(w))
+    return [unit for unit in units if unit][:MAX_QUERY_TERMS]
+
+
+def _unit_scores(index: _Index, variants: list[tuple[str, float]]) -> dict[int, float]:
+    """Per document, the best score among a query unit's variants (a unit counts once)."""
+    # The largest posting list is copied in C; the others are merged in Python.
+    ordered = sorted(variants, key=lambda v: (-len(index.postings[v[0]][0]), v[0]))
+    term, factor = ordered[0]
+    docs, weights = index.postings[term]
+    best = dict(zip(docs, weights if factor == 1.0 else map(factor.__mul__, weights), strict=True))
+    for term, factor in ordered[1:]:
+        docs, weights = index.postings[term]
+        for doc, w in zip(docs, weights, strict=True):
+            value = factor * w
+            if value > best.get(doc, 0.0):
+                best[doc] = value
+    return best
 
 
 def _score(index: _Index, query: str) -> dict[int, float]:
     """Lexical scores of every matching document."""
-    scores: dict[int, float] = {}
-    for term in _query_terms(query):
-        variants = _variants(index, term)
-        if len(variants) == 1:
-            docs, weights = index.postings[variants[0][0]]
-            factor = variants[0][1]
-            for doc, w in zip(docs, weights, strict=True):
-                scores[doc] = scores.get(doc, 0.0) + factor * w
-            continue
-        # A term counts once per document: its best-matching variant.
-        best: dict[int, float] = {}
-        for variant, factor in variants:
-            docs, weights = index.postings[variant]
-            for doc, w in zip(docs, weights, strict=True):
-                value = factor * w
-                if value > best.get(doc, 0.0):
-                    best[doc] = value
-        for doc, value in best.items():
+    units = sorted(
+        (_unit_scores(index, variants) for variants in _query_units(index, query)),
+        key=len,
+        reverse=True,
+    )
+    scores: dict[int, float] = units[0] if units else {}
+    for unit in units[1:]:
+        for doc, value in unit.items():
             scores[doc] = scores.get(doc, 0.0) + value
     key = _normalized(query)
     if len(key) >= 3:
@@ -439,6 +473,16 @@ def _score(index: _Index, query: str) -> dict[int, float]:
     for doc in index.exact.get(key, ()):
         scores[doc] = scores.get(doc, 0.0) + _EXACT_BONUS
     return scores
+
+
+def _top(scores: dict[int, float], limit: int) -> list[int]:
+    """The ``limit`` best documents; ties (up to float noise) break by address = document id."""
+    # Select by raw score in C first; only candidates near the cut-off pay for rounding.
+    cutoff = heapq.nlargest(limit, scores.values())[-1]
+    cutoff -= 1e-9 * max(1.0, abs(cutoff))
+    candidates = [(d, s) for d, s in scores.items() if s >= cutoff]
+    candidates.sort(key=lambda item: (-round(item[1], 9), item[0]))
+    return [doc for doc, _ in candidates[:limit]]
 
 
 def _close_sources(source: str, sources: Iterable[str]) -> str:
@@ -505,13 +549,7 @@ def search_catalog(
         scores = {d: s for d, s in scores.items() if lo <= d < hi}
     if not scores:
         return empty("no tool matched; try fewer or more general words, or another source")
-    # Rounding keeps float noise from deciding ties, which break by address (= document id).
-    top = [
-        doc
-        for doc, _ in heapq.nsmallest(
-            limit, scores.items(), key=lambda item: (-round(item[1], 9), item[0])
-        )
-    ]
+    top = _top(scores, limit)
     render: Callable[[ToolDefinition], str] | None = None
     contract: str | None = None
     if detail == "typescript":
