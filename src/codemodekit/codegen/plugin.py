@@ -178,7 +178,11 @@ def _tool_entry(tool: ToolDefinition, declared_in: str) -> dict[str, Any]:
     }
 
 
-def _skill_md(catalog: Catalog, name: str, files: Mapping[str, str], skill: str) -> str:
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _skill_md(catalog: Catalog, name: str) -> str:
     sources = ", ".join(catalog.sources) or "no sources"
     description = (
         f"Use the {name} tools ({sources}) through Code Mode: write one TypeScript program "
@@ -189,9 +193,15 @@ def _skill_md(catalog: Catalog, name: str, files: Mapping[str, str], skill: str)
         BLOCK_BEGIN,
         "## Catalog (generated)",
         "",
-        f"Catalog revision `{catalog.revision}`: {len(catalog.available_tools)} callable tools.",
-        "Read `references/runtime.md` and `references/result-contract.md` before the first "
-        "program.",
+        f"Catalog revision `{catalog.revision}`: "
+        f"{_plural(len(catalog.available_tools), 'callable tool', 'callable tools')}.",
+        "",
+        "To act, send one TypeScript program to the `run_typescript` MCP tool: it is the body",
+        "of an async function that awaits `tools.<source>.<tool>(input)` calls and `return`s",
+        "the answer. Read `references/runtime.md` and `references/result-contract.md` before",
+        "the first program. When a tool you need is not listed here, ask `search_tools`",
+        '(with `detail: "typescript"`) for its exact call and types.',
+        "",
         f"`references/{ALL_TOOLS_FILE}` declares every tool; per-source files are smaller:",
         "",
         "| source | tools | declarations |",
@@ -212,8 +222,8 @@ def _skill_md(catalog: Catalog, name: str, files: Mapping[str, str], skill: str)
     if catalog.quarantined:
         block += [
             "",
-            f"{len(catalog.quarantined)} tools are quarantined (not callable); "
-            f"see `references/{METADATA_FILE}`.",
+            f"{_plural(len(catalog.quarantined), 'tool is', 'tools are')} quarantined "
+            f"(not callable); see `references/{METADATA_FILE}`.",
         ]
     block.append(BLOCK_END)
     return (
@@ -255,7 +265,7 @@ def generate_plugin(
     files["mcp.json"] = dump_json(
         {"mcpServers": {slug(name): {"command": command, "args": ["serve", "-c", config]}}}
     )
-    files[f"{skill}/SKILL.md"] = _skill_md(catalog, name, declarations, skill)
+    files[f"{skill}/SKILL.md"] = _skill_md(catalog, name)
     files[f"{refs}/runtime.md"] = _runtime_md(limits or Limits())
     files[f"{refs}/result-contract.md"] = _result_contract_md()
     files[f"{refs}/examples.md"] = _examples_md(catalog, name)
