@@ -84,7 +84,7 @@ _QUERY_SOURCE = r"""
 (import_statement) @import
 (export_statement) @export
 (call_expression function: (import)) @dynamic_import
-(call_expression function: (identifier) @_callee (#eq? @_callee "require")) @require
+(call_expression function: (identifier) @callee)
 (meta_property) @meta_property
 (required_parameter [(accessibility_modifier) (override_modifier) "readonly"]) @parameter_property
 (optional_parameter [(accessibility_modifier) (override_modifier) "readonly"]) @parameter_property
@@ -195,7 +195,7 @@ class _Planner:
             parent = node.parent
             assert parent is not None
             self.raw.append((node.start_byte, parent.end_byte))
-            if self._has_line_break(self._previous_end(node), node.start_byte):
+            if self._break_before(node):
                 # TypeScript ends the expression before a line-leading `as`/`satisfies`.
                 self._compile_error(
                     node, f"a line break before `{node.type}` is not allowed: move it up a line"
@@ -219,13 +219,19 @@ class _Planner:
             "decorator",
             "export",
             "dynamic_import",
-            "require",
             "html_comment",
             "generic_tag",
             "accessor",
         ):
             for node in get(kind, ()):
                 self._reject(kind, node)
+        # Compared here, not with a query predicate: predicates need the tree's text, which a
+        # tree parsed from a read callback fetches again through the callback, slowly.
+        for node in get("callee", ()):
+            if node.end_byte - node.start_byte == 7 and self.source.startswith(
+                b"require", node.start_byte
+            ):
+                self._reject("require", node)
         for node in get("parameter_property", ()):
             self._reject("parameter_property", node, ambient=False)
         for node in get("meta_property", ()):
@@ -242,7 +248,7 @@ class _Planner:
             self._check_arrow_line_break(node)
         for node in get("bang", ()):
             # TypeScript reads `a⏎!b` as two statements; tree-sitter may read a non-null `!`.
-            if self._has_line_break(self._previous_end(node), node.start_byte):
+            if self._break_before(node):
                 self._compile_error(
                     node, "a line break before a non-null `!` is not allowed: move it up a line"
                 )
@@ -420,7 +426,7 @@ class _Planner:
         type (`(x)⏎: T => x`, valid TypeScript) would become exactly that."""
         node = arrow.parent
         assert node is not None
-        if self._has_line_break(self._previous_end(arrow), arrow.start_byte):
+        if self._break_before(arrow):
             self._compile_error(
                 arrow, "a line break before `=>` is not allowed: move `=>` up to the previous line"
             )
@@ -430,6 +436,16 @@ class _Planner:
             self._previous_end(return_type), return_type.end_byte
         ):
             self._reject("arrow_break", return_type, ambient=False)
+
+    def _break_before(self, node: ts.Node) -> bool:
+        """A line break between ``node`` and the previous token (comments included)."""
+        source = self.source
+        at = node.start_byte - 1
+        while at >= 0 and source[at] in b" \t":
+            at -= 1
+        if at < 0 or source[at] not in b"\n\r\xa8\xa9/":
+            return False  # the common case, decided without touching the tree
+        return self._has_line_break(self._previous_end(node), node.start_byte)
 
     @staticmethod
     def _previous_end(node: ts.Node) -> int:
@@ -457,7 +473,7 @@ class _Planner:
         `let a: number[]\n[1].forEach(f)` is a declaration and a call for TypeScript; reading
         `number[][1]` as one type would silently erase the call.
         """
-        if self._has_line_break(self._previous_end(node), node.start_byte):
+        if self._break_before(node):
             token = self.source[node.start_byte : node.start_byte + 1].decode()
             self.rejections.append(
                 Rejection(

@@ -36,6 +36,8 @@ def first_syntax_error(source: bytes, root: ts.Node) -> SyntaxProblem:
 
 def _first_bad(root: ts.Node) -> ts.Node | None:
     """The first ERROR or MISSING node in document order."""
+    if root.is_error or root.is_missing:
+        return root
     node = root
     while True:
         for child in node.children:
@@ -85,8 +87,9 @@ def _describe_error(source: bytes, error: ts.Node) -> SyntaxProblem:
     leaves = _leaves(error)
     at_end = not source[error.end_byte :].strip()
     quotes = [leaf for leaf in leaves if leaf.type in _QUOTES]
+    counts = {kind: sum(1 for q in quotes if q.type == kind) for kind in _QUOTES}
     for quote in quotes:
-        if sum(1 for q in quotes if q.type == quote.type) % 2 == 1:
+        if counts[quote.type] % 2 == 1:
             return SyntaxProblem(_QUOTES[quote.type], quote.start_byte)
     stack: list[ts.Node] = []
     for leaf in leaves:

@@ -189,3 +189,24 @@ def test_realistic_script_compiles_to_valid_javascript() -> None:
     ctx = quickjs.Context()
     # Parse without running: wrap in a function that is never called.
     ctx.eval(f"() => {program.javascript}")
+
+
+def test_parse_budget_bounds_adversarial_input_and_the_compiler_recovers() -> None:
+    compiler = CodeCompiler(parse_budget_ms=1)
+    with pytest.raises(CompileFailure) as caught:
+        compiler.compile("`" + "${" * 30_000, max_source_bytes=1 << 20)
+    assert caught.value.diagnostic.code is ErrorCode.COMPILE_ERROR
+    assert "could not be parsed within 1 ms" in caught.value.diagnostic.message
+    assert compiler.compile("return 1", max_source_bytes=100).javascript.endswith("})()")
+
+
+def test_parse_budget_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="parse_budget_ms"):
+        CodeCompiler(parse_budget_ms=0)
+
+
+def test_unbalanced_input_at_the_root_is_located() -> None:
+    diagnostic = failure("(" * 5000)
+    assert diagnostic.code is ErrorCode.COMPILE_ERROR
+    assert diagnostic.location is not None
+    assert "never closed" in diagnostic.message
