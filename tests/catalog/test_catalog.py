@@ -10,7 +10,7 @@ import pytest
 
 from codemodekit.catalog import Catalog, thaw, tool_address
 from codemodekit.providers.base import Discovery, SkippedTool, ToolSpec
-from codemodekit.schema import DRAFT7, DRAFT202012
+from codemodekit.schema import DRAFT7, DRAFT202012, compile_validator
 
 
 def obj(**properties: Any) -> dict[str, Any]:
@@ -331,3 +331,13 @@ def test_thaw_gives_plain_json_in_declared_order() -> None:
     plain["properties"]["zeta"]["type"] = "number"  # a private copy
     assert tool.input_schema["properties"]["zeta"]["type"] == "string"
     assert json.loads(json.dumps(plain))["$schema"] == DRAFT202012
+
+
+def test_a_frozen_schema_compiles_to_an_equivalent_validator() -> None:
+    schema = {**obj(a={"enum": [1, 2]}), "required": ["a"]}
+    tool = build(s=[spec("t", schema=schema)]).get("s", "t")
+    assert tool is not None
+    validator = compile_validator(tool.input_schema)
+    assert validator.is_valid({"a": 1})
+    issue = validator.first_error({"a": 3})
+    assert issue is not None and issue.path == "$.a"

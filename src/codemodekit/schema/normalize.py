@@ -1,19 +1,24 @@
-"""Schema normalization: one self-contained, plain-JSON document per tool schema.
+"""Schema normalization: one self-contained, plain-JSON document per schema.
 
-``normalize_schema`` is the single entry point every projection shares (validators,
-TypeScript declarations, search). It never fetches anything and never deep-copies a
-schema that is already plain JSON:
+``normalize_schema`` (and ``prepare_schema``, which also returns the JSON text) is the
+single entry point every projection shares: validators, TypeScript declarations, search.
+It never fetches anything:
 
 - ``$schema`` is kept when explicit (equivalent spellings of a known dialect are
   canonicalized), otherwise set to ``default_dialect`` or draft 2020-12. Accepted
-  dialects: 2020-12, 2019-09, draft-07, draft-06, draft-04 (see docs/adr/0007).
-- A tool input schema's root must describe an object (MCP sends named arguments).
+  dialects: 2020-12, 2019-09, draft-07, draft-06, draft-04 (docs/adr/0007).
+- With ``require_object`` (tool input schemas: ``normalize_input_schema``, the catalog)
+  the root must describe an object, since MCP passes named arguments.
 - ``$ref`` / ``$dynamicRef`` / ``$recursiveRef`` must resolve inside the document
   (``$defs``, ``definitions``, embedded ``$id`` resources, anchors) or to a standard
   meta-schema that validators ship with. A remote reference is never fetched: the
   schema is rejected with ``remote $ref <uri> is not fetched``; a dangling local
   reference is rejected too. References stay in place (recursive ones included), so the
   document remains self-contained and every consumer reads the same thing.
+
+The input is serialized once by the C encoder (which also proves it is JSON data); the
+slow Python walks run only for inputs that need converting or references that are not
+plain ``#/...`` pointers.
 """
 
 from __future__ import annotations
@@ -176,13 +181,13 @@ class _Refs:
 
     def __init__(self, dialect: str) -> None:
         self.legacy = dialect in _LEGACY_REF
-        self.id_keyword = "id" if dialect == "http://json-schema.org/draft-04/schema#" else "$id"
+        self.id_keyword = "id" if dialect == DRAFT4 else "$id"
         self.resources: dict[str, Any] = {}
         self.anchors: dict[str, set[str]] = {}
         self.refs: list[tuple[str, str, str]] = []  # (keyword, as written, absolute)
 
     def walk(self, node: Any, base: str) -> None:
-        if isinstance(node, list):
+        if isinstance(node, list | tuple):
             for item in node:
                 self.walk(item, base)
             return
@@ -209,7 +214,7 @@ class _Refs:
             if isinstance(ref, str):
                 self.refs.append((keyword, ref, _join(base, ref)))
         for key, value in node.items():
-            if key not in _DATA_KEYWORDS and isinstance(value, dict | list):
+            if key not in _DATA_KEYWORDS and isinstance(value, dict | list | tuple):
                 self.walk(value, base)
 
 
@@ -228,7 +233,7 @@ def _pointer_target(document: Any, pointer: str) -> bool:
         token = unquote(raw).replace("~1", "/").replace("~0", "~")
         if isinstance(node, dict) and token in node:
             node = node[token]
-        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+        elif isinstance(node, list | tuple) and token.isdigit() and int(token) < len(node):
             node = node[int(token)]
         else:
             return False
@@ -289,7 +294,7 @@ def _describes_object(schema: Mapping[str, Any], root: Mapping[str, Any]) -> boo
     node: Any = schema
     while isinstance(node, Mapping) and seen < 8:
         kind = node.get("type")
-        if kind == "object" or kind == ["object"]:
+        if kind == "object" or (isinstance(kind, list | tuple) and list(kind) == ["object"]):
             return True
         ref = node.get("$ref")
         if kind is not None or not isinstance(ref, str) or not ref.startswith("#/"):

@@ -30,6 +30,7 @@ from codemodekit.schema.normalize import (
     bound_text,
     dialect_of,
     json_path,
+    prepare_schema,
 )
 
 MAX_MESSAGE = 300
@@ -191,10 +192,12 @@ def compile_validator(schema: Mapping[str, Any] | PreparedSchema) -> Validator:
         document: Mapping[str, Any] = schema.document
         source: dict[str, Any] | str = schema.text
         dialect = schema.dialect
-    else:
-        document = schema
-        source = schema if isinstance(schema, dict) else dict(schema)
+    elif isinstance(schema, dict):
+        document = source = schema
         dialect = dialect_of(schema) if "$schema" in schema else DRAFT202012
+    else:  # a read-only view (FrozenJSON, mapping proxy): back to plain JSON first
+        prepared = prepare_schema(schema)
+        document, source, dialect = prepared.document, prepared.text, prepared.dialect
     try:
         impl = jsonschema_rs.validator_for(source, retriever=_refuse)
     except jsonschema_rs.ValidationError as exc:
