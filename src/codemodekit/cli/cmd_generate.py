@@ -41,21 +41,29 @@ def register(sub: Any) -> None:
     parser = sub.add_parser(
         "generate",
         help="write tools.d.ts, per-source declarations, catalog.json (and a skills plugin)",
-        description=__doc__.split("\n\n", 2)[2] if __doc__ else None,
+        description=__doc__.split("\n\n", 2)[2].replace("``", "`") if __doc__ else None,
     )
     parser.add_argument(
-        "-c", "--config", default="codemode.toml", help="the spec file (default: %(default)s)"
+        "-c",
+        "--config",
+        default="codemode.toml",
+        metavar="PATH",
+        help="the spec file (default: %(default)s)",
     )
     parser.add_argument(
         "--out",
         type=Path,
+        metavar="DIR",
         default=None,
         help=f"artifact folder (default: {DEFAULT_OUT}/ beside the config file)",
     )
-    parser.add_argument("--plugin", type=Path, default=None, help="also write an Agent Plugin here")
+    parser.add_argument(
+        "--plugin", type=Path, default=None, metavar="DIR", help="also write an Agent Plugin here"
+    )
     parser.add_argument(
         "--serve-config",
         default=None,
+        metavar="PATH",
         help="config path that the plugin's mcp.json passes to `codemode serve -c` "
         "(default: the config's file name, resolved in the agent's project folder)",
     )
