@@ -112,6 +112,13 @@ def main() -> None:
         "ms",
     )
     row("  of which tree-sitter parse only", median_ms(lambda: parser.parse(data)), "ms")
+    big = (script * (limit // len(data) + 1))[: 128 * 1024]
+    big = big[: big.rindex("\nconst page")]  # end on a statement boundary
+    row(
+        f"compile {len(big.encode()) // 1024} KiB script (the default source_bytes)",
+        median_ms(lambda: compiler.compile(big, max_source_bytes=limit), repeat=20, warmup=2),
+        "ms",
+    )
 
 
 if __name__ == "__main__":
