@@ -100,7 +100,7 @@ class CodeCompiler:
             error = first_syntax_error(data, root)
             raise CompileFailure(
                 Diagnostic(
-                    ErrorCode.COMPILE_ERROR,
+                    ErrorCode.UNSUPPORTED_SYNTAX if error.unsupported else ErrorCode.COMPILE_ERROR,
                     error.message,
                     location_at(data, error.offset),
                 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import tree_sitter as ts
@@ -23,15 +24,51 @@ class SyntaxProblem:
     message: str
     offset: int
     """Byte offset in the UTF-8 source."""
+    unsupported: bool = False
+    """Valid in a dialect we do not accept (JSX): ``UNSUPPORTED_SYNTAX``."""
+
+
+_JSX_TAG = re.compile(rb"</([A-Za-z][\w.:-]*)\s*>|<([A-Za-z][\w.:-]*)(?:\s[^<>]*)?/>")
+_NOT_CODE = frozenset(
+    {"string_fragment", "string", "comment", "template_string", "regex_pattern", "escape_sequence"}
+)
 
 
 def first_syntax_error(source: bytes, root: ts.Node) -> SyntaxProblem:
+    jsx = _jsx_element(source, root)
+    if jsx is not None:
+        return SyntaxProblem(
+            "JSX is not supported (the code is TypeScript, not TSX): "
+            "build strings or plain objects instead",
+            jsx,
+            unsupported=True,
+        )
     node = _first_bad(root)
     if node is None:  # has_error without a visible culprit: report the whole code
         return SyntaxProblem("the code is not valid TypeScript", 0)
     if node.is_missing:
         return SyntaxProblem(f"missing {_kind(node.type, node.is_named)}", node.start_byte)
     return _describe_error(source, node)
+
+
+def _jsx_element(source: bytes, root: ts.Node) -> int | None:
+    """Offset of the first JSX-looking element (`<a>…</a>`, `<A />`) outside literals."""
+    if b"</" not in source and b"/>" not in source:
+        return None
+    for match in _JSX_TAG.finditer(source):
+        leaf = root.descendant_for_byte_range(match.start(), match.start() + 1)
+        if leaf is not None and leaf.type in _NOT_CODE:
+            continue
+        if match.group(1) is None:
+            return match.start()  # self-closing: the element starts here
+        opening = source.rfind(b"<" + match.group(1), 0, match.start())
+        while opening >= 0:
+            after = source[opening + 1 + len(match.group(1)) : opening + 2 + len(match.group(1))]
+            if after in (b">", b"/", b" ", b"\n", b"\t", b"\r"):
+                return opening
+            opening = source.rfind(b"<" + match.group(1), 0, opening)
+        return match.start()
+    return None
 
 
 def _first_bad(root: ts.Node) -> ts.Node | None:

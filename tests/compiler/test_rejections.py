@@ -61,6 +61,8 @@ UNSUPPORTED: list[tuple[str, str, int, int, str]] = [
         9,
         "tagged template",
     ),
+    ("jsx_element", "const x = 1;\nreturn <div className='a'>hi</div>", 2, 8, "JSX"),
+    ("jsx_self_closing", "const el = <Widget size={2} />;", 1, 12, "JSX"),
     ("yield_type_assertion_line_break", "function* g() {\n  yield <number>\n  1\n}", 2, 3, "yield"),
     ("return_assertion_broken_inside", "const x = 1;\nreturn <\nnumber>x", 2, 1, "return"),
     ("auto_accessor", "class A {\n  accessor x = 1\n}", 2, 3, "getter and a setter"),
@@ -184,3 +186,9 @@ def test_meaning_changing_line_breaks_are_refused(
     assert diagnostic.code is code
     assert diagnostic.location == Location(line, column)
     assert words in diagnostic.message
+
+
+def test_markup_in_strings_is_not_mistaken_for_jsx() -> None:
+    diagnostic = failure("const s = '<b>x</b>'; foo bar")
+    assert diagnostic.code is ErrorCode.COMPILE_ERROR
+    assert diagnostic.location == Location(1, 27)
