@@ -9,7 +9,7 @@ import tree_sitter as ts
 
 from benchmarks._util import median_ms, row
 from codemodekit.compiler import CodeCompiler
-from codemodekit.compiler_erase import LANGUAGE
+from codemodekit.compiler_query import LANGUAGE
 
 SNIPPET = """\
 const issues = await tools.github.searchIssues({ query: "is:open label:bug", limit: 20 });

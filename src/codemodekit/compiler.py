@@ -22,7 +22,8 @@ import time
 
 import tree_sitter as ts
 
-from codemodekit.compiler_erase import LANGUAGE, plan_erasure, render
+from codemodekit.compiler_erase import plan_erasure, render
+from codemodekit.compiler_query import LANGUAGE
 from codemodekit.compiler_syntax import first_syntax_error
 from codemodekit.errors import CompileFailure, Diagnostic, ErrorCode, Location
 from codemodekit.sandbox.base import CompiledProgram

@@ -1,0 +1,124 @@
+"""The tree-sitter query that finds type-only syntax and refused constructs, and the
+model-visible message for each refusal (what to write instead)."""
+
+from __future__ import annotations
+
+import tree_sitter as ts
+import tree_sitter_typescript as tst
+
+LANGUAGE = ts.Language(tst.language_typescript())
+
+# One query, run in C, so Python only touches the nodes that matter.
+_QUERY_SOURCE = r"""
+(type_annotation) @erase
+(type_predicate_annotation) @erase
+(asserts_annotation) @erase
+(omitting_type_annotation) @erase
+(adding_type_annotation) @erase
+(opting_type_annotation) @erase
+(type_arguments) @erase
+(type_parameters) @erase
+(implements_clause) @erase
+(accessibility_modifier) @erase
+(override_modifier) @erase
+(hash_bang_line) @erase
+(public_field_definition "readonly" @erase)
+(public_field_definition "?" @erase)
+(public_field_definition "!" @erase)
+(method_definition "?" @erase)
+(optional_parameter "?" @erase)
+(variable_declarator "!" @erase)
+(non_null_expression "!" @erase)
+(abstract_class_declaration "abstract" @erase)
+
+(as_expression "as" @suffix)
+(satisfies_expression "satisfies" @suffix)
+
+(formal_parameters (required_parameter pattern: (this)) @this_param)
+
+(interface_declaration) @statement
+(type_alias_declaration) @statement
+(ambient_declaration) @statement
+(function_signature) @statement
+(import_statement "type") @statement
+(class_body (method_signature) @statement)
+(class_body (abstract_method_signature) @statement)
+(class_body (index_signature) @statement)
+(class_body (public_field_definition "declare") @statement)
+(class_body (public_field_definition "abstract") @statement)
+
+(call_expression function: [(as_expression) (satisfies_expression)] @asserted_callee)
+(subscript_expression object: [(as_expression) (satisfies_expression)] @asserted_callee)
+
+(return_statement) @restricted
+(throw_statement) @restricted
+(yield_expression) @restricted
+(arrow_function type_parameters: (_)) @generic_arrow
+(arrow_function "=>" @arrow)
+(non_null_expression "!" @bang)
+(accessibility_modifier) @modifier
+(override_modifier) @modifier
+(public_field_definition ["readonly" "declare" "abstract"] @modifier)
+(abstract_method_signature "abstract" @modifier)
+(ambient_declaration "declare" @modifier)
+(abstract_class_declaration "abstract" @modifier)
+(type_alias_declaration "type" @modifier)
+(interface_declaration "interface" @modifier)
+(expression_statement (identifier) @bare_let (#eq? @bare_let "let"))
+
+(enum_declaration) @enum
+(internal_module) @namespace
+(module) @namespace
+(import_alias) @import_alias
+(decorator) @decorator
+(import_statement) @import
+(export_statement) @export
+(call_expression function: (import)) @dynamic_import
+(call_expression function: (identifier) @callee)
+(meta_property) @meta_property
+(required_parameter [(accessibility_modifier) (override_modifier) "readonly"]) @parameter_property
+(optional_parameter [(accessibility_modifier) (override_modifier) "readonly"]) @parameter_property
+(html_comment) @html_comment
+(public_field_definition "accessor" @accessor)
+(lookup_type "[" @type_continued)
+(array_type "[" @type_continued)
+(generic_type type_arguments: (type_arguments) @type_continued)
+(binary_expression
+  left: (binary_expression operator: "<" @generic_tag)
+  operator: ">"
+  right: (template_string))
+"""
+
+QUERY = ts.Query(LANGUAGE, _QUERY_SOURCE)
+
+# What to write instead, for each refused construct (the message is model-visible).
+REJECTIONS: dict[str, str] = {
+    "enum": "enums are not supported: use a const object, e.g. "
+    "`const Color = { Red: 'red' } as const`",
+    "namespace": "namespaces and module declarations are not supported: "
+    "use plain functions and objects",
+    "import_alias": "`import x = ...` is not supported: use `const x = ...`",
+    "decorator": "decorators are not supported: call the function explicitly",
+    "import": "imports are not supported: the code runs alone and reaches tools through "
+    "`tools.<source>.<tool>(...)`",
+    "export": "exports are not supported: the code is the body of a function; "
+    "`return` the value instead",
+    "dynamic_import": "`import()` is not supported: tools are reached through "
+    "`tools.<source>.<tool>(...)`",
+    "require": "`require` is not supported: tools are reached through `tools.<source>.<tool>(...)`",
+    "meta_property": "`import.meta` is not supported: the code is not a module",
+    "parameter_property": "parameter properties are not supported: declare the field in the "
+    "class body and assign it in the constructor",
+    "generic_tag": "type arguments on a tagged template (tag<T>`...`) are not supported: "
+    "write the tag without them",
+    "html_comment": "HTML-like comments (`<!--`, `-->`) are not supported: use `//` comments",
+    "keyword_break": "a line break inside or right after the type at the start of this "
+    "`return`/`throw`/`yield` operand changes its meaning once types are erased: keep the "
+    "operand on the keyword's line",
+    "accessor": "auto-accessors (`accessor x`) are not supported by the engine: "
+    "write a getter and a setter",
+    "async_break": "a line break between `async <T>` and the parameters changes the meaning "
+    "once types are erased: keep `async <T>(...)` on one line",
+    "arrow_break": "a line break inside an arrow function's return type is not supported: "
+    "keep `): Type =>` on one line",
+}
