@@ -15,11 +15,11 @@ import pytest
 
 from codemodekit.catalog import Catalog
 from codemodekit.codegen import generate
-from codemodekit.providers.base import Discovery
+from codemodekit.providers.base import Discovery, ToolSpec
 from codemodekit.providers.factory import providers_from_spec
 from codemodekit.spec import parse_spec
 from tests.codegen.helpers import assert_typechecks
-from tests.conftest import node_package
+from tests.conftest import NODE_MODULES, node_package
 
 
 def _discover(documents: dict[str, Path]) -> Catalog:
@@ -73,3 +73,48 @@ def test_github_rest_api_projects_to_strict_typescript(tmp_path: Path) -> None:
     shards = lock["sources"]["github"]["shards"]
     assert shards and all(len(names) <= 100 for names in shards.values())
     assert sum(len(names) for names in shards.values()) == len(catalog.available_tools)
+
+
+def _schema_files() -> list[Path]:
+    """Real JSON Schemas that ship inside installed packages (each with many definitions)."""
+    import importlib.util
+
+    found: list[Path] = []
+    for package, relative in (
+        ("openapi_spec_validator", "resources/schemas/v2.0/schema.json"),
+        ("openapi_spec_validator", "resources/schemas/v3.0/schema.json"),
+        ("openapi_spec_validator", "resources/schemas/v3.1/schema.json"),
+        ("jsonschema_specifications", "schemas/draft7/metaschema.json"),
+        ("jsonschema_specifications", "schemas/draft4/metaschema.json"),
+    ):
+        spec = importlib.util.find_spec(package)
+        if spec is not None and spec.origin is not None:
+            path = Path(spec.origin).parent / relative
+            if path.is_file():
+                found.append(path)
+    mcp_apps = NODE_MODULES / "@modelcontextprotocol/ext-apps/dist/src/generated/schema.json"
+    if mcp_apps.is_file():
+        found.append(mcp_apps)
+    return found
+
+
+def test_every_definition_of_real_json_schemas_projects_to_strict_typescript(
+    tmp_path: Path,
+) -> None:
+    """Each definition of the OpenAPI 2/3.0/3.1 meta-schemas, two JSON Schema meta-schemas
+    (recursive through ``$ref: "#"``) and the MCP Apps schema becomes a tool."""
+    discoveries: dict[str, Discovery] = {}
+    for path in _schema_files():
+        document = json.loads(path.read_text("utf-8"))
+        key = "definitions" if "definitions" in document else "$defs"
+        context = {k: v for k, v in document.items() if k in ("$schema", "$id", "id", key)}
+        tools = [ToolSpec(name="root", input_schema=document)]
+        for name in document.get(key, {}):
+            schema = {**context, "$ref": f"#/{key}/{name}"}
+            tools.append(ToolSpec(name=name, input_schema=schema, output_schema=schema))
+        discoveries[f"{path.parent.name}-{path.stem}"] = Discovery(tools=tuple(tools))
+    if not discoveries:
+        pytest.skip("no packaged JSON Schemas found")
+    catalog = Catalog.build(discoveries)
+    assert len(catalog.available_tools) >= 90
+    _write_and_check(catalog, tmp_path)
