@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 HTTP_PATH = "/mcp"
+StdioWire = tuple[Any, Any]
+"""(stdin lines, stdout file) for ``stdio_server``; ``(None, None)`` means the SDK's own."""
 MAX_STDIO_LINE = 64 * 1024 * 1024
 """Longest JSON-RPC line read from stdin (a run's source alone may be 128 KiB)."""
 
@@ -119,8 +121,11 @@ class _Lines:
 
 
 @contextlib.asynccontextmanager
-async def _process_stdio() -> AsyncIterator[tuple[Any, Any]]:
-    """The process's stdin/stdout as the wire, with fd 0/1 diverted while serving.
+async def stdio_wire() -> AsyncIterator[StdioWire]:
+    """The process's stdin/stdout as the wire, with fd 0/1 diverted while it is open.
+
+    Enter it before starting sources (``codemode serve`` does) so that nothing a source
+    prints while importing or connecting can reach the wire.
 
     The SDK's default stdin reader blocks a worker thread that cannot be cancelled, so a
     SIGTERM would hang until the client sends a byte. Reading through an asyncio pipe keeps
@@ -159,12 +164,17 @@ async def _process_stdio() -> AsyncIterator[tuple[Any, Any]]:
         os.close(saved_out)
 
 
-async def serve_stdio(server: Server[Any]) -> None:
-    """Serve over stdin/stdout until the client closes the stream or the task is cancelled."""
-    async with (
-        _process_stdio() as (stdin, stdout),
-        stdio_server(stdin=stdin, stdout=stdout) as (read, write),
-    ):
+async def serve_stdio(server: Server[Any], wire: StdioWire | None = None) -> None:
+    """Serve over stdin/stdout until the client closes the stream or the task is cancelled.
+
+    ``wire`` is an open ``stdio_wire()``; without one, this opens its own.
+    """
+    if wire is None:
+        async with stdio_wire() as own:
+            await serve_stdio(server, own)
+        return
+    stdin, stdout = wire
+    async with stdio_server(stdin=stdin, stdout=stdout) as (read, write):
         await server.run(read, write, server.create_initialization_options())
 
 
@@ -221,4 +231,5 @@ __all__ = [
     "is_loopback",
     "serve_http",
     "serve_stdio",
+    "stdio_wire",
 ]

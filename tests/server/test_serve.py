@@ -34,11 +34,20 @@ MARKERS = Path(__file__).parent
 
 __all__ = ["echo", "slow"]
 
+# Stray output at import and call time must never reach the MCP wire on stdout.
+print("stray output while importing servetools")
+
+
+def _echo(args):
+    print("stray output from a tool call")
+    return {"text": args["text"]}
+
+
 echo = define_tool(
     description="Echo the text argument back.",
     input_schema={"type": "object", "properties": {"text": {"type": "string"}},
                   "required": ["text"]},
-    execute=lambda args: {"text": args["text"]},
+    execute=_echo,
 )
 
 
@@ -343,6 +352,7 @@ def test_missing_config_is_a_usage_error(tmp_path: Path) -> None:
 def test_search_cli(config: Path) -> None:
     text = _run_cli("search", "echo", "-c", str(config))
     assert text.returncode == 0, text.stderr
+    assert "stray output while importing" in text.stderr
     assert text.stdout.startswith("1 of 1 matching tools (catalog: 2 tools)")
     assert "tools.app.echo" in text.stdout
     as_json = _run_cli("search", "sleep", "-c", str(config), "--json", "--detail", "typescript")
@@ -500,9 +510,9 @@ def test_sigterm_over_stdio_closes_child_sources(child_config: Path) -> None:
     )
     try:
         assert process.stderr is not None
-        line = process.stderr.readline()
-        assert "over stdio" in line, line
-        assert "2 sources" in line or "3 tools" in line
+        seen = [process.stderr.readline() for _ in range(2)]
+        assert "stray output while importing" in seen[0]  # diverted to stderr, not the wire
+        assert "over stdio" in seen[1] and "3 tools from 2 sources" in seen[1], seen
         pid = int((child_config.parent / "child.pid").read_text())
         process.send_signal(signal.SIGTERM)
         code = process.wait(timeout=30)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 from typing import Any
@@ -47,7 +48,9 @@ def _run(args: argparse.Namespace) -> int:
         print(stop.message, file=sys.stderr)
         return stop.code
     try:
-        response = asyncio.run(_search(spec, args))
+        # Whatever sources print while starting goes to stderr: stdout is the answer.
+        with contextlib.redirect_stdout(sys.stderr):
+            response = asyncio.run(_search(spec, args))
     except SearchError as exc:
         print(f"codemode search: {exc}", file=sys.stderr)
         return 2

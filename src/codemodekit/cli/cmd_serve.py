@@ -12,7 +12,14 @@ import sys
 from typing import Any
 
 from codemodekit.cli.common import CliExit, add_config_argument, load_config
-from codemodekit.mcp_serve import create_server, is_loopback, serve_http, serve_stdio
+from codemodekit.mcp_serve import (
+    StdioWire,
+    create_server,
+    is_loopback,
+    serve_http,
+    serve_stdio,
+    stdio_wire,
+)
 from codemodekit.run import CodeMode
 from codemodekit.search import index_for
 
@@ -109,32 +116,12 @@ async def _serve(spec: Any, args: argparse.Namespace, token: str | None) -> None
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop)
     try:
-        # Leaving this block closes every source and child process, on any exit path.
-        async with CodeMode.from_spec(spec) as cm:
-            for health in cm.health:
-                if health.status != "ok":
-                    print(
-                        f"warning: source {health.source!r} is {health.status}: {health.message}",
-                        file=sys.stderr,
-                    )
-            server = create_server(cm, search=not args.no_search)
-            if not args.no_search:
-                index_for(cm.catalog)  # build the search index now, not on the first query
-            summary = (
-                f"codemode serve: {len(cm.catalog.available_tools)} tools from "
-                f"{len(cm.catalog.sources)} sources (revision {cm.catalog.revision})"
-            )
-            if args.transport == "stdio":
-                print(f"{summary} over stdio", file=sys.stderr, flush=True)
-                await serve_stdio(server)
-            else:
-
-                def ready(url: str) -> None:
-                    print(f"{summary} at {url}", file=sys.stderr, flush=True)
-
-                await serve_http(
-                    server, host=args.host, port=args.port, auth_token=token, on_ready=ready
-                )
+        if args.transport == "stdio":
+            # Divert fd 0/1 before sources start: nothing they print may reach the wire.
+            async with stdio_wire() as wire:
+                await _serve_spec(spec, args, token, wire)
+        else:
+            await _serve_spec(spec, args, token, None)
     except asyncio.CancelledError:
         if not stopping:
             raise
@@ -144,3 +131,32 @@ async def _serve(spec: Any, args: argparse.Namespace, token: str | None) -> None
                 loop.remove_signal_handler(sig)
     if stopping:
         print("codemode serve: stopped", file=sys.stderr, flush=True)
+
+
+async def _serve_spec(
+    spec: Any, args: argparse.Namespace, token: str | None, wire: StdioWire | None
+) -> None:
+    # Leaving this block closes every source and child process, on any exit path.
+    async with CodeMode.from_spec(spec) as cm:
+        for health in cm.health:
+            if health.status != "ok":
+                print(
+                    f"warning: source {health.source!r} is {health.status}: {health.message}",
+                    file=sys.stderr,
+                )
+        server = create_server(cm, search=not args.no_search)
+        if not args.no_search:
+            index_for(cm.catalog)  # build the search index now, not on the first query
+        summary = (
+            f"codemode serve: {len(cm.catalog.available_tools)} tools from "
+            f"{len(cm.catalog.sources)} sources (revision {cm.catalog.revision})"
+        )
+        if wire is not None:
+            print(f"{summary} over stdio", file=sys.stderr, flush=True)
+            await serve_stdio(server, wire)
+            return
+
+        def ready(url: str) -> None:
+            print(f"{summary} at {url}", file=sys.stderr, flush=True)
+
+        await serve_http(server, host=args.host, port=args.port, auth_token=token, on_ready=ready)
