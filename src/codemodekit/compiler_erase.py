@@ -58,6 +58,20 @@ class Plan:
 
 
 class _Planner:
+    """Collects erased ranges, refusals and the few characters written inside erased text.
+
+    Blanking type syntax can change what JavaScript makes of the rest, because automatic
+    semicolon insertion and restricted productions look at line breaks and tokens that the
+    types used to provide. The writes restore TypeScript's reading:
+
+    - ``;`` where a statement ends in erased text (``let x: T⏎(y)``), at the start of an
+      erased statement (``a = b⏎interface I {}⏎(c)``) and at ``as`` in ``x as T⏎(y)``;
+    - ``0`` and ``,`` around ``<T>`` in ``return <T>⏎x`` (``return 0 ,⏎x`` returns ``x``).
+
+    Where no such write exists, or tree-sitter reads a line break differently from
+    TypeScript, the code is refused at the token instead of silently changing meaning.
+    """
+
     def __init__(self, source: bytes, root: ts.Node) -> None:
         self.source = source
         self.root = root
@@ -71,6 +85,19 @@ class _Planner:
 
     def plan(self) -> Plan:
         captures = ts.QueryCursor(QUERY).captures(self.root)
+        self._collect_erasures(captures)
+        self._collect_refusals(captures)
+        self._merge()
+        self._keep_meaning(captures)
+        self._terminate_statements()
+        self._check_html_comments()
+        return Plan(
+            ranges=list(zip(self.starts, self.ends, strict=True)),
+            writes=self.writes,
+            rejection=self._first_rejection(),
+        )
+
+    def _collect_erasures(self, captures: dict[str, list[ts.Node]]) -> None:
         get = captures.get
         for node in get("erase", ()):
             self.raw.append((node.start_byte, node.end_byte))
@@ -89,6 +116,9 @@ class _Planner:
             self.raw.append((node.start_byte, node.end_byte))
             # An erased statement must still end the previous one: `a = b\ninterface I {}\n(c)`.
             self.writes[node.start_byte] = ";"
+
+    def _collect_refusals(self, captures: dict[str, list[ts.Node]]) -> None:
+        get = captures.get
         for node in get("import", ()):
             if self._is_type_only_import(node):
                 self.raw.append((node.start_byte, node.end_byte))
@@ -120,7 +150,10 @@ class _Planner:
         for node in get("meta_property", ()):
             if self.source.startswith(b"import", node.start_byte):
                 self._reject("meta_property", node)
-        self._merge()
+
+    def _keep_meaning(self, captures: dict[str, list[ts.Node]]) -> None:
+        """Needs the merged ranges: decides writes and refusals around erased text."""
+        get = captures.get
         for node in get("asserted_callee", ()):
             self._fix_asserted_callee(node)
         for node in get("restricted", ()):
@@ -153,13 +186,6 @@ class _Planner:
             )
         for node in get("type_continued", ()):
             self._check_type_continuation(node)
-        self._terminate_statements()
-        self._check_html_comments()
-        return Plan(
-            ranges=list(zip(self.starts, self.ends, strict=True)),
-            writes=self.writes,
-            rejection=self._first_rejection(),
-        )
 
     def _reject(self, kind: str, node: ts.Node, *, ambient: bool = True) -> None:
         self.rejections.append(Rejection(kind, node.start_byte, REJECTIONS[kind], ambient=ambient))
