@@ -40,7 +40,8 @@ def _scheme(
     document: OpenApiDocument, name: str, configured: frozenset[str]
 ) -> tuple[Placement | None, str | None]:
     """(placement, None) when satisfiable; (None, why-not) when not. Raises when malformed."""
-    schemes = document.root.get("components", {}).get("securitySchemes", {})
+    components = document.root.get("components")
+    schemes = components.get("securitySchemes") if isinstance(components, Mapping) else None
     if not isinstance(schemes, Mapping) or name not in schemes:
         raise Unsupported(f"security: scheme {name!r} is required but not declared")
     try:
