@@ -53,6 +53,8 @@ class TestServer(MCPServer):
     ) -> Any:
         tools = await self.list_tools()
         cursor = params.cursor if params is not None else None
+        if self.fault == "hang-list":
+            await asyncio.sleep(3600)  # answers the handshake, never tools/list
         if self.fault == "endless-pages":
             # Every page points at a new one: a client must stop on its own.
             return types.ListToolsResult(tools=tools[:1], next_cursor=str(int(cursor or 0) + 1))
@@ -295,7 +297,15 @@ def main() -> None:
     parser.add_argument("--legacy", action="store_true")
     parser.add_argument(
         "--fault",
-        choices=["none", "garbage", "hang", "invalid-schema", "endless-pages", "duplicate"],
+        choices=[
+            "none",
+            "garbage",
+            "hang",
+            "invalid-schema",
+            "endless-pages",
+            "duplicate",
+            "hang-list",
+        ],
         default="none",
     )
     parser.add_argument("--down-file", default="")

@@ -93,6 +93,8 @@ class _Connection:
     discovery: Discovery = field(default_factory=Discovery)
     tail: StderrTail | None = None
     task: asyncio.Task[None] | None = None
+    serving: bool = False
+    """Discovery is done; the owner task now only waits for ``ended``."""
     refreshing: bool = False
     refresh_again: bool = False
     lost_handled: bool = False
@@ -281,6 +283,12 @@ class McpToolProvider:
             await self._settle_stderr(conn)
             await self._stop(conn)
             raise SourceUnavailable(self._failed(conn, self._describe(exc, conn))) from None
+        if conn.ended.is_set():
+            # Died between discovery and now: never publish a dead connection.
+            await self._stop(conn)
+            raise SourceUnavailable(
+                self._failed(conn, "the connection was lost right after discovery")
+            )
         self._conn = conn
         self._set(HealthStatus.OK, self._ok_text(conn))
         return conn
@@ -298,8 +306,14 @@ class McpToolProvider:
         def on_status(status: int) -> None:
             conn.http_status = status
 
+        def on_end() -> None:
+            conn.ended.set()
+            if not conn.stopping:
+                # Fail new calls fast from this moment, not only once the owner task has run.
+                self._mark_lost(conn, "the connection was lost")
+
         transport = open_transport(
-            self._config, secrets, on_end=conn.ended.set, tail=conn.tail, on_status=on_status
+            self._config, secrets, on_end=on_end, tail=conn.tail, on_status=on_status
         )
 
         async def on_message(message: Any) -> None:
@@ -325,6 +339,7 @@ class McpToolProvider:
                 conn.client = client
                 conn.protocol_version = client.protocol_version
                 conn.discovery = await self._list(client, conn.protocol_version)
+                conn.serving = True
                 ready.set_result(None)
                 async with anyio.create_task_group() as tg:
                     capability = client.server_capabilities.tools
@@ -363,7 +378,7 @@ class McpToolProvider:
             try:
                 # The SDK's own shutdown closes stdin, then escalates to SIGTERM and SIGKILL
                 # with bounded waits; cancelling only interrupts a handshake still pending.
-                if conn.client is None:
+                if not conn.serving:
                     task.cancel()
                 await task
             except BaseException:

@@ -203,3 +203,11 @@ async def test_start_twice_is_a_programming_error() -> None:
         await mcp.start(Changes())
         with pytest.raises(RuntimeError):
             await mcp.start(Changes())
+
+
+async def test_server_that_never_lists_its_tools_times_out() -> None:
+    async with provider(stdio_source("mute", "--fault", "hang-list", timeout_ms=2_000)) as mcp:
+        with pytest.raises(SourceUnavailable) as caught:
+            await mcp.start(Changes())
+        assert "within 2s" in str(caught.value)
+    assert not _children_running("hang-list")
