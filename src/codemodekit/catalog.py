@@ -7,6 +7,7 @@ contribution changed (``Catalog.with_source``).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -282,10 +283,11 @@ def _definition(
             prepared_out.text if prepared_out is not None else _json_or_empty(spec.output_schema)
         )
     annotations_text = _json_or_empty(spec.annotations)
+    description = spec.description if isinstance(spec.description, str) else ""
     definition = ToolDefinition(
         source=source,
         name=spec.name,
-        description=spec.description,
+        description=description,
         input_schema=FrozenJSON(input_text),
         output_schema=None if output_text is None else FrozenJSON(output_text),
         annotations=_EMPTY if annotations_text == "{}" else FrozenJSON(annotations_text),
@@ -301,7 +303,7 @@ def _definition(
     for part in (
         source,
         spec.name,
-        spec.description,
+        description,
         input_text,
         output_text or "",
         annotations_text,
@@ -315,6 +317,29 @@ def _definition(
     if quarantine is None and input_validator is not None:
         validators = (input_validator, output_validator)
     return definition, validators, digest.hexdigest()
+
+
+def _safe_definition(
+    source: str, spec: ToolSpec, compiled: dict[str, Validator]
+) -> tuple[ToolDefinition, tuple[Validator, Validator | None] | None, str]:
+    """``_definition``, but an unexpected failure quarantines this tool, not the catalog."""
+    try:
+        return _definition(source, spec, compiled)
+    except (KeyboardInterrupt, SystemExit, GeneratorExit, asyncio.CancelledError):
+        raise
+    except BaseException:  # also a Rust panic, which is not an Exception
+        log.exception(
+            "source %r: tool %r could not be normalized; it is quarantined",
+            bound_text(str(source), 80),
+            bound_text(str(spec.name), 80),
+        )
+        reason = "the tool could not be processed (internal error; see the host log)"
+        name = str(spec.name)
+        definition = ToolDefinition(
+            source=source, name=name, description="", input_schema=_EMPTY, quarantine=reason
+        )
+        digest = hashlib.sha256(canonical_json([source, name, reason]).encode()).hexdigest()
+        return definition, None, digest
 
 
 def _reusable(previous: SourceContribution | None) -> dict[str, Validator]:
@@ -365,7 +390,7 @@ def build_contribution(
     validators: dict[str, tuple[Validator, Validator | None]] = {}
     compiled = _reusable(previous)
     for name in sorted(by_name):
-        definition, pair, digest = _definition(source, by_name[name], compiled)
+        definition, pair, digest = _safe_definition(source, by_name[name], compiled)
         tools.append(definition)
         digests.append(digest)
         if pair is not None:

@@ -341,3 +341,26 @@ def test_a_frozen_schema_compiles_to_an_equivalent_validator() -> None:
     assert validator.is_valid({"a": 1})
     issue = validator.first_error({"a": 3})
     assert issue is not None and issue.path == "$.a"
+
+
+class ExplodingMapping(dict[str, Any]):
+    """A provider bug: reading the mapping raises."""
+
+    def items(self) -> Any:
+        raise RuntimeError("secret-token-123 leaked by a broken provider")
+
+    def __iter__(self) -> Any:
+        raise RuntimeError("secret-token-123 leaked by a broken provider")
+
+
+def test_an_unexpected_failure_quarantines_only_that_tool(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.ERROR, logger="codemodekit.catalog"):
+        catalog = build(s=[spec("ok"), spec("broken", annotations=ExplodingMapping(x=1))])
+    broken = catalog.get("s", "broken")
+    assert broken is not None and broken.quarantine is not None
+    assert "internal error" in broken.quarantine
+    assert "secret-token" not in broken.quarantine
+    assert catalog.validators("s", "ok") is not None
+    assert any("could not be normalized" in r.getMessage() for r in caplog.records)
