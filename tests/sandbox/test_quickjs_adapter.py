@@ -3,22 +3,46 @@
 from __future__ import annotations
 
 import asyncio
-import gc
+import sys
+from typing import Any
 
 import pytest
 import quickjs
 
 from codemodekit.errors import ErrorCode
 from codemodekit.limits import Limits
+from codemodekit.sandbox import _warm
 from codemodekit.sandbox._workers import JsWorkers
 from codemodekit.sandbox.base import CompiledProgram
 from codemodekit.sandbox.quickjs import QuickJsSandbox
 from tests.conformance.sandbox.harness import HostDouble, compile_code, run
 
 
-def live_contexts() -> int:
-    # No gc.collect(): disposal must come from reference counting, deterministically.
-    return sum(1 for obj in gc.get_objects() if type(obj) is quickjs.Context)
+class ContextTracker:
+    """Records every context the adapter creates; ``alive`` counts those still referenced
+    by anything but this tracker (no gc.collect(): disposal must be by refcount)."""
+
+    def __init__(self) -> None:
+        self.created: list[Any] = []
+        self.Context = self._make  # the attribute the adapter calls
+        self.JSException = quickjs.JSException
+        self.StackOverflow = quickjs.StackOverflow
+
+    def _make(self) -> Any:
+        ctx = quickjs.Context()
+        self.created.append(ctx)
+        return ctx
+
+    def alive(self) -> int:
+        # getrefcount sees: the list, the loop variable, its own argument.
+        return sum(1 for ctx in self.created if sys.getrefcount(ctx) > 3)
+
+
+@pytest.fixture
+def contexts(monkeypatch: pytest.MonkeyPatch) -> ContextTracker:
+    tracker = ContextTracker()
+    monkeypatch.setattr(_warm, "quickjs", tracker)
+    return tracker
 
 
 @pytest.fixture
@@ -34,9 +58,10 @@ def test_offload_mode_is_checked() -> None:
 
 
 @pytest.mark.parametrize("offload", ["thread", "inline"])
-async def test_contexts_are_disposed_after_every_kind_of_end(offload: str) -> None:
-    sandbox = QuickJsSandbox(offload=offload)  # type: ignore[arg-type]
-    before = live_contexts()
+async def test_contexts_are_disposed_after_every_kind_of_end(
+    offload: str, contexts: ContextTracker
+) -> None:
+    sandbox = QuickJsSandbox(offload=offload, prewarm=0)  # type: ignore[arg-type]
     codes = [
         "return 1",
         "throw new Error('x')",
@@ -50,12 +75,12 @@ async def test_contexts_are_disposed_after_every_kind_of_end(offload: str) -> No
     ]
     for code in codes:
         await run(sandbox, code, compute_time_ms=100, memory_bytes=8 * 1024 * 1024)
-        assert live_contexts() == before, code
+        assert contexts.created and contexts.alive() == 0, code
+    assert len(contexts.created) == len(codes)
 
 
-async def test_cancelled_run_disposes_its_context() -> None:
-    sandbox = QuickJsSandbox()
-    before = live_contexts()
+async def test_cancelled_run_disposes_its_context(contexts: ContextTracker) -> None:
+    sandbox = QuickJsSandbox(prewarm=0)
     host = HostDouble()
     task = asyncio.ensure_future(
         sandbox.run(compile_code("await tools.t.wait({})"), host, Limits())
@@ -65,13 +90,12 @@ async def test_cancelled_run_disposes_its_context() -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert live_contexts() == before
+    assert len(contexts.created) == 1 and contexts.alive() == 0
 
 
-async def test_cancelled_slice_disposes_when_it_ends() -> None:
+async def test_cancelled_slice_disposes_when_it_ends(contexts: ContextTracker) -> None:
     workers = JsWorkers(1, name="test-js-single")  # so the probe below queues behind the slice
-    sandbox = QuickJsSandbox(workers=workers)
-    before = live_contexts()
+    sandbox = QuickJsSandbox(workers=workers, prewarm=0)
     program = compile_code("for (;;) {}")
     task = asyncio.ensure_future(sandbox.run(program, HostDouble(), Limits(compute_time_ms=200)))
     await asyncio.sleep(0.02)
@@ -82,7 +106,7 @@ async def test_cancelled_slice_disposes_when_it_ends() -> None:
     # worker disposes the context right after. Wait for that without timing it.
     await asyncio.wrap_future(workers.submit(lambda: None))
     workers.shutdown()
-    assert live_contexts() == before
+    assert len(contexts.created) == 1 and contexts.alive() == 0
 
 
 async def test_event_loop_stays_responsive_during_a_long_slice(workers: JsWorkers) -> None:
@@ -191,3 +215,30 @@ async def test_tiny_limits_fail_cleanly() -> None:
 async def test_prelude_time_is_not_user_compute() -> None:
     outcome = await run(QuickJsSandbox(), "return 1", compute_time_ms=1)
     assert outcome.ok and outcome.value == 1
+
+
+async def test_prepared_contexts_are_used_once_and_can_be_dropped(
+    contexts: ContextTracker,
+) -> None:
+    sandbox = QuickJsSandbox(prewarm=2)
+    seen = []
+    for _ in range(6):
+        outcome = await run(
+            sandbox, "const was = typeof globalThis.mark; globalThis.mark = 1; return was"
+        )
+        seen.append(outcome.value)
+        await asyncio.sleep(0.01)  # idle time: the pool refills between runs
+    assert seen == ["undefined"] * 6
+    assert len(contexts.created) >= 6  # one per run, plus what is prepared
+    sandbox.close()
+    await asyncio.sleep(0.01)
+    for _ in range(50):  # a refill may still be finishing on a worker
+        if contexts.alive() == 0:
+            break
+        await asyncio.sleep(0.01)
+    assert contexts.alive() == 0
+
+
+def test_prewarm_is_checked() -> None:
+    with pytest.raises(ValueError, match="prewarm"):
+        QuickJsSandbox(prewarm=-1)

@@ -22,6 +22,7 @@ import quickjs
 from codemodekit.compiler import user_location
 from codemodekit.errors import Diagnostic, ErrorCode, Location, new_correlation_id
 from codemodekit.limits import Limits
+from codemodekit.sandbox._warm import prepare_context
 from codemodekit.sandbox.base import CompiledProgram, LogEntry
 
 MAX_CALLS_PER_SLICE = 1024
@@ -105,17 +106,19 @@ def _bounded(message: str) -> str:
 class Engine:
     """A fresh context with the prelude installed; disposed by ``close``."""
 
-    def __init__(self, limits: Limits, *, stack_cap: int) -> None:
+    def __init__(
+        self, limits: Limits, *, stack_cap: int, prepared: tuple[Any, Any] | None = None
+    ) -> None:
         self.limits = limits
         self._budget = HOST_BUDGET_S
         self._used = 0.0
         self._program: CompiledProgram | None = None
-        self._ctx: Any = quickjs.Context()
+        self._ctx: Any = None
         self._port: Any = None
         try:
             # The prelude is the host's code: it runs before the limits apply and its time
             # is not the user's compute.
-            self._port = self._enter(self._ctx.eval, prelude_source())
+            self._ctx, self._port = prepared or prepare_context(prelude_source())
             settings = json.dumps({"logEntries": limits.log_entries, "logBytes": limits.log_bytes})
             self._enter(
                 self._port,

@@ -20,7 +20,8 @@ from typing import Any, Literal
 
 from codemodekit.errors import Diagnostic, ErrorCode, new_correlation_id
 from codemodekit.limits import Limits
-from codemodekit.sandbox._engine import Engine, Step, ToolCall
+from codemodekit.sandbox._engine import Engine, Step, ToolCall, prelude_source
+from codemodekit.sandbox._warm import WarmContexts
 from codemodekit.sandbox._workers import STACK_MARGIN_BYTES, JsWorkers, default_workers
 from codemodekit.sandbox.base import CompiledProgram, SandboxHost, SandboxOutcome, ToolCallRejected
 
@@ -95,6 +96,10 @@ class QuickJsSandbox:
     ``offload="inline"`` runs slices on the event-loop thread: about 60 µs faster per slice
     on the reference machine, but a slice may hold the loop for up to ``compute_time_ms``;
     use it only where nothing else shares the loop (the CLI, benchmarks). See ADR 0006.
+
+    ``prewarm`` contexts are kept with the prelude compiled, refilled on a worker when a
+    run ends, so a run rarely pays that compile itself; each is used by one run only.
+    ``prewarm=0`` builds every context on demand.
     """
 
     def __init__(
@@ -102,11 +107,21 @@ class QuickJsSandbox:
         *,
         offload: Literal["thread", "inline"] = "thread",
         workers: JsWorkers | None = None,
+        prewarm: int = 2,
     ) -> None:
         if offload not in ("thread", "inline"):
             raise ValueError("offload must be 'thread' or 'inline'")
+        if prewarm < 0:
+            raise ValueError("prewarm must be 0 or more")
         self._offload = offload
         self._workers = workers
+        self._active = 0  # runs in progress; the pool refills only when there are none
+        self._warm = WarmContexts(prelude_source(), prewarm, workers, busy=lambda: self._active > 0)
+
+    def close(self) -> None:
+        """Dispose the prepared contexts and prepare no more; runs keep working (each
+        builds its own context) and runs in progress are not affected."""
+        self._warm.clear()
 
     async def _op(self, session: _Session, fn: Callable[[], Step]) -> Step:
         if self._offload == "inline":
@@ -126,7 +141,7 @@ class QuickJsSandbox:
         stack_cap = self._stack_cap()
 
         def start() -> Step:
-            session.engine = Engine(limits, stack_cap=stack_cap)
+            session.engine = Engine(limits, stack_cap=stack_cap, prepared=self._warm.take())
             return session.engine.start(program)
 
         loop = asyncio.get_running_loop()
@@ -141,6 +156,7 @@ class QuickJsSandbox:
                 waker[0].set_result(None)
 
         rejected: dict[int, Diagnostic] = {}
+        self._active += 1
         try:
             step = await self._op(session, start)
             while not step.done:
@@ -173,6 +189,8 @@ class QuickJsSandbox:
             session.request_close()
             raise
         finally:
+            self._active -= 1
+            self._warm.refill_soon(loop)
             for pending in tasks:
                 pending.remove_done_callback(on_done)
                 pending.cancel()

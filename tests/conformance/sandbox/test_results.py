@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from codemodekit.errors import ErrorCode
 from codemodekit.sandbox.base import CodeSandbox
 from tests.conformance.sandbox.harness import code_of, run
@@ -72,3 +74,14 @@ async def test_huge_result_fails_and_the_next_run_works(sandbox: CodeSandbox) ->
     outcome = await run(sandbox, 'return "x".repeat(20 * 1024 * 1024)')
     assert code_of(outcome) is ErrorCode.RESULT_TOO_LARGE
     assert (await run(sandbox, "return 1 + 1")).value == 2
+
+
+async def test_nothing_leaks_between_runs(sandbox: CodeSandbox) -> None:
+    code = (
+        "const was = [typeof globalThis.mark, Array.prototype.extra];\n"
+        "globalThis.mark = 1; Array.prototype.extra = 'x'; return was"
+    )
+    for _ in range(4):
+        outcome = await run(sandbox, code)
+        assert outcome.ok and outcome.value == ["undefined", None]
+        await asyncio.sleep(0.01)  # give an adapter time to prepare contexts between runs
