@@ -69,6 +69,8 @@ BREAKOUTS = [
     "x = 1\n--> })(); globalThis.escaped = 1; (async () => {",
     "/* \n */ --> })(); globalThis.escaped = 1; (async () => {",
     "x = 1 // \u2028 })(); globalThis.escaped = 1; (async () => {",
+    "x = 1 // \u2029 })(); globalThis.escaped = 1; (async () => {",
+    "x = 1 // \r })(); globalThis.escaped = 1; (async () => {",
     "return 1 \\",
     "return `${",
     "return /[/",
