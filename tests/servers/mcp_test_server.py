@@ -200,16 +200,44 @@ def build(args: argparse.Namespace) -> TestServer:
     return server
 
 
-async def run_legacy_stdio(server: MCPServer) -> None:
+class _AnnouncedVersion:
+    """Write stream that rewrites the ``initialize`` answer's protocol version."""
+
+    def __init__(self, inner: Any, version: str) -> None:
+        self._inner = inner
+        self._version = version
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def send(self, item: Any) -> None:
+        message = getattr(item, "message", None)
+        if isinstance(message, types.JSONRPCResponse) and "protocolVersion" in message.result:
+            message.result["protocolVersion"] = self._version
+        await self._inner.send(item)
+
+    async def __aenter__(self) -> Any:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._inner.__aexit__(*exc)
+
+
+async def run_legacy_stdio(server: MCPServer, announce: str = "") -> None:
     """Serve stdio as a 2025-era server: ``server/discover`` is answered "method not found"
-    before the SDK sees it, so a client in auto mode falls back to ``initialize``."""
+    before the SDK sees it, so a client in auto mode falls back to ``initialize``. With
+    ``announce``, the ``initialize`` answer names that protocol version instead."""
     import anyio
     from mcp.server.lowlevel.server import NotificationOptions
     from mcp.server.stdio import stdio_server
     from mcp.shared.message import SessionMessage
 
     lowlevel = server._lowlevel_server
-    async with stdio_server() as (read_stream, write_stream):
+    async with stdio_server() as (read_stream, raw_write_stream):
+        write_stream = (
+            _AnnouncedVersion(raw_write_stream, announce) if announce else raw_write_stream
+        )
         send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](16)
 
         async def filter_discover() -> None:
@@ -296,6 +324,9 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--legacy", action="store_true")
     parser.add_argument(
+        "--announce-version", default="", help="with --legacy: answer initialize with this version"
+    )
+    parser.add_argument(
         "--fault",
         choices=[
             "none",
@@ -343,7 +374,7 @@ def main() -> None:
     server: MCPServer = build(args) if args.profile == "full" else build_conformance()
     if args.transport == "stdio" and args.legacy:
         assert isinstance(server, TestServer)
-        asyncio.run(run_legacy_stdio(server))
+        asyncio.run(run_legacy_stdio(server, args.announce_version))
     elif args.transport == "stdio":
         server.run("stdio")
     elif args.transport == "http" and args.require_header:

@@ -132,3 +132,33 @@ async def test_tools_added_upstream_appear_in_the_catalog() -> None:
         )
         called = await cm.run("return (await tools.up.sprouted({})).content[0].text;")
         assert called.value == "sprouted"
+
+
+async def test_server_killed_mid_call_fails_that_call_only_and_comes_back() -> None:
+    import asyncio
+    import os
+    import signal
+
+    async with CodeMode(
+        sources=[mcp(stdio_source("victim")), mcp(stdio_source("sibling"))],
+        policy=allow_all_tool_calls(),
+    ) as cm:
+        pid = (await cm.run("return (await tools.victim.pid({})).structuredContent.result;")).value
+        run = asyncio.ensure_future(
+            cm.run(
+                "const s = await tools.sibling.echo({ text: 'ok' });\n"
+                "try { await tools.victim.slow({ seconds: 60 }); } catch (e) { return [e.code, s.content[0].text]; }"
+            )
+        )
+        await asyncio.sleep(0.5)
+        os.kill(pid, signal.SIGKILL)
+        result = await run
+        assert result.value == ["SOURCE_UNAVAILABLE", "ok"]
+        await eventually(
+            lambda: all(h.status == HealthStatus.OK for h in cm.health),
+            "the killed source reconnects",
+        )
+        new_pid = (
+            await cm.run("return (await tools.victim.pid({})).structuredContent.result;")
+        ).value
+        assert new_pid != pid

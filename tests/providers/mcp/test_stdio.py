@@ -10,7 +10,7 @@ import pytest
 from codemodekit.errors import SourceUnavailable, ToolError
 from codemodekit.providers.base import HealthStatus, ResultTooLarge, ToolProvider
 from codemodekit.providers.mcp import McpToolProvider
-from codemodekit.providers.mcp_content import DRAFT_2020_12
+from codemodekit.providers.mcp_content import DRAFT_07, DRAFT_2020_12
 from tests.providers.mcp.helpers import Changes, context, eventually, provider
 from tests.servers import pid_alive, stdio_source
 
@@ -223,3 +223,22 @@ async def test_aclose_terminates_the_child_and_is_idempotent() -> None:
     assert mcp.health().status == HealthStatus.CLOSED
     with pytest.raises(SourceUnavailable):
         await mcp.call_tool("echo", {"text": "x"}, context())
+
+
+async def test_an_older_protocol_selects_the_draft_07_default_dialect() -> None:
+    async with provider(stdio_source("old", "--legacy", "--announce-version", "2025-06-18")) as mcp:
+        discovery = await mcp.start(Changes())
+        assert mcp.protocol_version == "2025-06-18"
+        echo = next(tool for tool in discovery.tools if tool.name == "echo")
+        assert echo.default_dialect == DRAFT_07
+        assert (await mcp.call_tool("echo", {"text": "old"}, context())).content[0]["text"] == "old"
+
+
+async def test_a_protocol_version_the_client_does_not_know_is_unavailable() -> None:
+    async with provider(
+        stdio_source("future", "--legacy", "--announce-version", "2099-01-01")
+    ) as mcp:
+        with pytest.raises(SourceUnavailable) as caught:
+            await mcp.start(Changes())
+        assert "future" in str(caught.value)
+        assert mcp.health().status == HealthStatus.UNAVAILABLE
