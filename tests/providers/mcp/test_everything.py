@@ -160,3 +160,22 @@ async def test_server_killed_and_restarted_between_calls(transport: str) -> None
             )
             echoed = await mcp.call_tool("echo", {"message": "back"}, context())
             assert echoed.content == ({"type": "text", "text": "Echo: back"},)
+
+
+@pytest.mark.parametrize("transport", ["streamable-http", "sse"])
+async def test_server_gone_fails_fast_and_health_says_so(transport: str) -> None:
+    binary = node_tool("mcp-server-everything")
+    mode, path = ("streamableHttp", "/mcp") if transport == "streamable-http" else ("sse", "/sse")
+    with everything_server(binary, mode) as server:
+        config = http_source(
+            "everything", f"http://127.0.0.1:{server.port}{path}", transport=transport
+        )
+        async with provider(config) as mcp:
+            await mcp.start(Changes())
+            server.stop()
+            with pytest.raises(SourceUnavailable):
+                await mcp.call_tool("echo", {"message": "x"}, context(timeout_s=30))
+            await eventually(
+                lambda: "cannot connect" in mcp.health().message, "reconnects report the refusal"
+            )
+            assert mcp.health().status == HealthStatus.UNAVAILABLE
