@@ -11,6 +11,10 @@ _OPENERS = {"(": ")", "[": "]", "{": "}", "${": "}"}
 _CLOSERS = {")", "]", "}"}
 _MAX_LEAVES = 4096
 _MAX_TOKEN = 30
+_OPERATORS = frozenset(
+    "= += -= *= /= %= **= &&= ||= ??= <<= >>= >>>= &= |= ^= "
+    "+ - * / % ** == === != !== < > <= >= && || ?? & | ^ << >> >>> , => ? : in instanceof".split()
+)
 _STATEMENT_LISTS = frozenset({"program", "statement_block", "switch_case", "switch_default"})
 _QUOTES = {
     '"': 'unterminated string: missing the closing `"`',
@@ -88,6 +92,8 @@ def _first_bad(root: ts.Node) -> ts.Node | None:
 
 
 def _kind(kind: str, named: bool) -> str:
+    if kind == "identifier":  # tree-sitter stands an identifier in for any expression
+        return "an expression"
     return kind.replace("_", " ") if named else f"`{kind}`"
 
 
@@ -102,6 +108,18 @@ def _leaves(node: ts.Node) -> list[ts.Node]:
         else:
             stack.extend(reversed(current.children))
     return leaves
+
+
+def _next_leaf(node: ts.Node) -> ts.Node | None:
+    current: ts.Node | None = node
+    while current is not None and current.next_sibling is None:
+        current = current.parent
+    if current is None:
+        return None
+    following = current.next_sibling
+    while following is not None and following.child_count:
+        following = following.child(0)
+    return following
 
 
 def _token(source: bytes, node: ts.Node) -> str:
@@ -123,6 +141,13 @@ def _describe_error(source: bytes, error: ts.Node) -> SyntaxProblem:
 
     leaves = _leaves(error)
     at_end = not source[error.end_byte :].strip()
+    if len(leaves) == 1 and leaves[0].type in _OPERATORS and not at_end:
+        # `x = ;`, `1 + ;`: tree-sitter skips the operator; the operand is what is missing.
+        following = _next_leaf(error)
+        if following is not None and following.type in (";", ")", "]", "}", ","):
+            return SyntaxProblem(
+                f"expected an expression after `{leaves[0].type}`", following.start_byte
+            )
     quotes = [leaf for leaf in leaves if leaf.type in _QUOTES]
     counts = {kind: sum(1 for q in quotes if q.type == kind) for kind in _QUOTES}
     for quote in quotes:
