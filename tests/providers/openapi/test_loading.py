@@ -47,6 +47,8 @@ async def test_openapi_30_schemas_become_2020_12() -> None:
     }
     assert node["properties"]["children"] == {"type": "array", "items": {"$ref": "#/$defs/Node"}}
     assert "discriminator" not in node and "x-vendor" not in node
+    # A required readOnly property is required only in responses (writeOnly: requests only).
+    assert node["required"] == ["name", "id"]
     assert "x-internal" in node["properties"]  # a property named x-… is data, not an extension
 
 
@@ -66,6 +68,7 @@ async def test_put_merges_path_and_body_and_marks_deprecated() -> None:
     assert schema["required"] == ["nodeId"]
     assert schema["additionalProperties"] is False
     assert set(schema["$defs"]) == {"Node"}
+    assert schema["$defs"]["Node"]["required"] == ["name", "secret"]
     assert put.provenance == {"operation": "PUT /nodes/{nodeId}", "operationId": "putNode"}
 
 
@@ -105,7 +108,8 @@ async def test_catalog_compiles_every_converted_schema() -> None:
     assert catalog.quarantined == ()
     validators = catalog.validators("schemas30", "putNode")
     assert validators is not None
-    assert validators[0].first_error({"nodeId": "1", "body": {"name": "n", "note": None}}) is None
+    body = {"name": "n", "secret": "s", "note": None}
+    assert validators[0].first_error({"nodeId": "1", "body": body}) is None
     assert validators[0].first_error({"nodeId": "1", "extra": 1}) is not None
 
 

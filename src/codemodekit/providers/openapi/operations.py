@@ -207,7 +207,10 @@ def build(
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
 ) -> Built:
-    converter = SchemaConverter(document)
+    # Request and response sides differ in one rule (ADR 0011): a required readOnly
+    # property is required only in responses, a required writeOnly one only in requests.
+    converter = SchemaConverter(document, direction="request")
+    responses = SchemaConverter(document, direction="response")
     skipped: list[SkippedTool] = []
     ops = _operations(document, skipped)
     names = assign_names([_base_name(op.operation, op.method, op.path) for op in ops])
@@ -219,7 +222,13 @@ def build(
         label = f"{op.method.upper()} {op.path}"
         try:
             plan, spec = _build_one(
-                document, converter, op, name, base_url, base_url_overridden, auth_keys
+                document,
+                (converter, responses),
+                op,
+                name,
+                base_url,
+                base_url_overridden,
+                auth_keys,
             )
         except (Unsupported, UnresolvedRef) as exc:
             skipped.append(SkippedTool(name, f"{label}: {exc.reason}"))
@@ -233,7 +242,8 @@ def build(
             continue
         tools.append(spec)
         plans[name] = plan
-    return Built(Discovery(tuple(tools), tuple(skipped)), plans, tuple(converter.unresolved))
+    warnings = tuple(dict.fromkeys([*converter.unresolved, *responses.unresolved]))
+    return Built(Discovery(tuple(tools), tuple(skipped)), plans, warnings)
 
 
 def _describe(operation: Mapping[str, Any]) -> str:
@@ -269,13 +279,14 @@ def _op_server(op: _Op, base_url: str, overridden: bool) -> str | None:
 
 def _build_one(
     document: OpenApiDocument,
-    converter: SchemaConverter,
+    converters: tuple[SchemaConverter, SchemaConverter],
     op: _Op,
     name: str,
     base_url: str,
     overridden: bool,
     auth_keys: frozenset[str],
 ) -> tuple[OperationPlan, ToolSpec]:
+    converter, responses = converters
     security = plan_security(document, op.operation, auth_keys)
     hidden = shadowed(security)
     raws = params.collect(
@@ -323,7 +334,7 @@ def _build_one(
     if required:
         input_schema["required"] = required
     input_schema["additionalProperties"] = False
-    output, accept = _output(document, converter, op)
+    output, accept = _output(document, responses, op)
     summary = op.operation.get("summary")
     annotations: dict[str, Any] = {}
     if isinstance(summary, str) and summary.strip():

@@ -64,8 +64,9 @@ _SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 class SchemaConverter:
     """Converts the schemas of one document; shares converted ``$defs`` across tools."""
 
-    def __init__(self, document: OpenApiDocument) -> None:
+    def __init__(self, document: OpenApiDocument, *, direction: str | None = None) -> None:
         self.document = document
+        self._hidden_flag = {"request": "readOnly", "response": "writeOnly"}.get(direction or "")
         self._names: dict[RefKey, str] = {}
         self._taken: set[str] = set()
         self.defs: dict[str, Any] = {}
@@ -215,11 +216,33 @@ class SchemaConverter:
             out[key] = value
         if "example" in schema and "examples" not in out:
             out["examples"] = [schema["example"]]
+        if self._hidden_flag is not None and isinstance(out.get("required"), list):
+            out["required"] = self._required(schema, base, out["required"])
         _fix_exclusive(out, schema, "exclusiveMinimum", "minimum")
         _fix_exclusive(out, schema, "exclusiveMaximum", "maximum")
         if self.document.is_30 and schema.get("nullable") is True:
             out = _nullable(out)
         return out
+
+    def _required(self, schema: Mapping[str, Any], base: Path, required: list[Any]) -> list[Any]:
+        """``required`` without the properties this direction never carries."""
+        props = schema.get("properties")
+        if not isinstance(props, Mapping):
+            return required
+        flag = self._hidden_flag or ""
+        hidden = set()
+        for name, prop in props.items():
+            target = prop
+            if isinstance(prop, Mapping) and "$ref" in prop and prop.get(flag) is None:
+                try:
+                    target = self.document.lookup(self.document.ref_key(prop["$ref"], base))
+                except UnresolvedRef:
+                    target = None
+            if isinstance(target, Mapping) and target.get(flag) is True:
+                hidden.add(name)
+            if isinstance(prop, Mapping) and prop.get(flag) is True:
+                hidden.add(name)
+        return [r for r in required if r not in hidden]
 
 
 def _as_object(schema: Any) -> dict[str, Any]:
