@@ -242,3 +242,19 @@ async def test_prepared_contexts_are_used_once_and_can_be_dropped(
 def test_prewarm_is_checked() -> None:
     with pytest.raises(ValueError, match="prewarm"):
         QuickJsSandbox(prewarm=-1)
+
+
+class BigResultHost(HostDouble):
+    async def call_tool(self, source: str, tool: str, arguments: Any) -> Any:
+        return {"content": [], "structuredContent": "x" * (8 * 1024 * 1024)}
+
+
+async def test_a_tool_result_too_big_for_the_heap_is_the_memory_limit() -> None:
+    outcome = await run(
+        QuickJsSandbox(),
+        "await tools.t.big({}); return 1",
+        BigResultHost(),
+        memory_bytes=4 * 1024 * 1024,
+    )
+    assert outcome.diagnostic is not None
+    assert outcome.diagnostic.code is ErrorCode.MEMORY_LIMIT

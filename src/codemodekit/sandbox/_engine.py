@@ -187,7 +187,10 @@ class Engine:
 
     def settle(self, batch_json: str) -> Step:
         try:
-            self._call("settle", batch_json)
+            answer = self._call("settle", batch_json)
+            if answer != "":
+                # The port failed while parsing or settling (a result too big for the heap).
+                raise EngineFault(self._port_fault(answer, "settle"))
             return self._advance()
         except EngineFault as fault:
             return self._finish_with(fault.diagnostic)
@@ -200,10 +203,7 @@ class Engine:
         self._pump()
         packet = _loads(self._call("drain", MAX_CALLS_PER_SLICE))
         if not isinstance(packet, dict) or "c" not in packet:
-            # The port failed inside: with a full heap that is the memory limit.
-            raise EngineFault(
-                self._memory_limit() if self._heap_full() else self._internal("drain failed")
-            )
+            raise EngineFault(self._port_fault(packet, "drain"))
         calls = [
             ToolCall(int(c[0]), str(c[1]), str(c[2]), c[3])
             for c in packet["c"]
@@ -247,11 +247,8 @@ class Engine:
                 step.tool_call_id = int(report["id"])
         elif kind in ("error", "value"):
             step.diagnostic = self._uncaught(report)
-        elif self._heap_full():
-            # Describing the failure itself ran out of memory.
-            step.diagnostic = self._memory_limit()
         else:
-            step.diagnostic = self._internal(f"the sandbox reported {kind!r}")
+            step.diagnostic = self._port_fault(report, "result")
         return self._with_logs(step)
 
     def _finish_with(self, diagnostic: Diagnostic) -> Step:
@@ -364,6 +361,17 @@ class Engine:
             _bounded("SyntaxError: " + str(report.get("message", ""))),
             location=location,
         )
+
+    def _port_fault(self, answer: Any, command: str) -> Diagnostic:
+        """A port command failed inside JavaScript: out of memory, or a bug of ours."""
+        if isinstance(answer, str):
+            try:
+                answer = json.loads(answer)
+            except ValueError:
+                answer = None
+        if (isinstance(answer, dict) and answer.get("oom")) or self._heap_full():
+            return self._memory_limit()
+        return self._internal(f"the sandbox port failed in {command!r}: {answer!r:.200}")
 
     def _heap_full(self) -> bool:
         """Whether the heap is (nearly) at its limit: an out-of-memory may hide behind a

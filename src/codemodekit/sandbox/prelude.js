@@ -26,6 +26,7 @@
   const promiseThen = Promise.prototype.then;
   const NativeError = Error;
   const NativeSyntaxError = SyntaxError;
+  const NativeInternalError = InternalError;
   const errorToString = Error.prototype.toString;
   const indirectEval = eval; // private: starts the program and compiles the lazy modules
   const nativeQueueMicrotask = queueMicrotask;
@@ -293,8 +294,15 @@
     try {
       // slice(0) flattens a rope string: the binding cannot convert ropes.
       return apply(api.slice, commands[command](a, b, c, d), [0]);
-    } catch (_) {
-      return '{"k":"fault"}';
+    } catch (e) {
+      // Out of memory shows up as an InternalError, or as null when even that failed.
+      let oom = e === null;
+      try {
+        oom = oom || (e instanceof NativeInternalError && e.message === "out of memory");
+      } catch (_) {
+        oom = false;
+      }
+      return oom ? '{"k":"fault","oom":true}' : '{"k":"fault"}';
     }
   });
 })()
