@@ -41,6 +41,7 @@ async def test_openapi_30_schemas_become_2020_12() -> None:
     assert node["properties"]["name"] == {"type": "string", "examples": ["root"]}
     assert node["properties"]["weight"] == {"type": "number", "exclusiveMinimum": 0, "maximum": 10}
     assert node["properties"]["note"] == {"type": ["string", "null"]}
+    assert node["properties"]["legacy"] == {"type": ["integer", "null"]}
     assert node["properties"]["kind"] == {"type": ["string", "null"], "enum": ["a", "b", None]}
     assert node["properties"]["parent"] == {
         "anyOf": [{"allOf": [{"$ref": "#/$defs/Node"}]}, {"type": "null"}]

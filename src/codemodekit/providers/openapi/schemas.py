@@ -220,7 +220,10 @@ class SchemaConverter:
             out["required"] = self._required(schema, base, out["required"])
         _fix_exclusive(out, schema, "exclusiveMinimum", "minimum")
         _fix_exclusive(out, schema, "exclusiveMaximum", "maximum")
-        if self.document.is_30 and schema.get("nullable") is True:
+        # ``x-nullable`` is the widespread pre-3.0 vendor spelling of the same thing.
+        if self.document.is_30 and (
+            schema.get("nullable") is True or schema.get("x-nullable") is True
+        ):
             out = _nullable(out)
         return out
 
