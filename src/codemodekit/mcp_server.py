@@ -22,6 +22,8 @@ cancellation reaches ``CodeMode.run``, which cancels the sandbox and every tool 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -203,8 +205,11 @@ def _error(message: str) -> types.CallToolResult:
 class ProgressRelay:
     """Forwards ``ProgressEvent``s as MCP progress: increasing counter, no total, bounded.
 
-    ``send(progress, message)`` performs the notification. Events closer together than
-    ``1 / per_second`` are dropped (``finished`` is always sent if the count allows).
+    ``send(progress, message)`` performs the notification. At most ``max_events`` are sent,
+    at most ``per_second``: an event arriving sooner is held and sent when the interval has
+    passed, unless a newer one replaces it first (so a long tool call is announced even when
+    it starts right after another event). ``finished`` goes out at once. ``close()`` drops
+    anything still held; call it before the request's response is sent.
     """
 
     def __init__(
@@ -223,24 +228,56 @@ class ProgressRelay:
         self._clock = clock
         self._sent = 0
         self._last = float("-inf")
+        self._held: str | None = None
+        self._timer: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
+        self._closed = False
 
     @property
     def sent(self) -> int:
         return self._sent
 
     async def __call__(self, event: ProgressEvent) -> None:
-        if self._sent >= self._max_events:
+        if self._closed or self._sent >= self._max_events:
             return
-        now = self._clock()
-        if event.kind != "finished" and now - self._last < self._interval:
-            return
-        self._last = now
-        self._sent += 1
         message = event.message if event.tool is None else f"{event.message} ({event.tool})"
-        try:
-            await self._send(float(self._sent), _cut_utf8(message, self._message_bytes))
-        except Exception as exc:  # a closed stream must not fail the run
-            log.debug("progress notification not delivered: %r", exc)
+        message = _cut_utf8(message, self._message_bytes)
+        wait = self._last + self._interval - self._clock()
+        if event.kind != "finished" and wait > 0:
+            self._held = message
+            if self._timer is None:
+                self._timer = asyncio.ensure_future(self._flush_after(wait))
+            return
+        self._held = None
+        await self._emit(message)
+
+    async def _flush_after(self, delay: float) -> None:
+        await asyncio.sleep(delay)
+        self._timer = None
+        held, self._held = self._held, None
+        if held is not None:
+            await self._emit(held)
+
+    async def _emit(self, message: str) -> None:
+        # One at a time, so notifications leave in the order of their progress values.
+        async with self._lock:
+            if self._closed or self._sent >= self._max_events:
+                return
+            self._sent += 1
+            self._last = self._clock()
+            try:
+                await self._send(float(self._sent), message)
+            except Exception as exc:  # a closed stream must not fail the run
+                log.debug("progress notification not delivered: %r", exc)
+
+    async def close(self) -> None:
+        self._closed = True
+        self._held = None
+        if self._timer is not None:
+            self._timer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._timer
+            self._timer = None
 
 
 # -- handlers (shared by both server kinds) ------------------------------------------------------
@@ -264,6 +301,9 @@ async def handle_run(
     except RuntimeError as exc:  # the CodeMode was not entered, or is already closed
         log.error("run_typescript cannot run: %s", exc)
         return _error(f"run_typescript is not available: {exc}")
+    finally:
+        if relay is not None:
+            await relay.close()  # no progress may follow the response
     return run_result_to_mcp(result, code)
 
 

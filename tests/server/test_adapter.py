@@ -253,21 +253,38 @@ async def test_progress_relay_bounds_count_rate_and_message() -> None:
 
     relay = ProgressRelay(send, max_events=3, per_second=10, message_bytes=16, clock=lambda: now[0])
 
-    def event(seq: int, kind: Any = "tool_call_started") -> ProgressEvent:
-        return ProgressEvent("run", seq, kind, "é" * 40, tool=None)
+    def event(message: str, kind: Any = "tool_call_started") -> ProgressEvent:
+        return ProgressEvent("run", 1, kind, message, tool=None)
 
-    await relay(event(1, "started"))
-    await relay(event(2))  # same instant: dropped by the rate bound
+    await relay(event("é" * 40, "started"))
+    await relay(event("second"))  # within 100 ms: held
     now[0] = 0.05
-    await relay(event(3))  # still within 100 ms: dropped
-    now[0] = 0.2
-    await relay(event(4))
-    now[0] = 0.21
-    await relay(event(5, "finished"))  # always sent when the count allows
+    await relay(event("third"))  # replaces the held one
+    assert [m for _, m in sent] == ["é" * 6 + "…"]  # cut to at most 16 UTF-8 bytes
+    await asyncio.sleep(0.3)  # the held event goes out once the interval has passed
+    assert [m for _, m in sent][1:] == ["third"]
+    now[0] = 0.06
+    await relay(event("done", "finished"))  # never held
     now[0] = 5.0
-    await relay(event(6))  # over the count bound
+    await relay(event("over the count"))
+    await relay.close()
     assert [p for p, _ in sent] == [1.0, 2.0, 3.0]
+    assert [m for _, m in sent][2:] == ["done"]
     assert all(len(m.encode()) <= 16 for _, m in sent)
+
+
+async def test_progress_relay_close_drops_held_events() -> None:
+    sent: list[float] = []
+
+    async def send(progress: float, message: str) -> None:
+        sent.append(progress)
+
+    relay = ProgressRelay(send, max_events=10, per_second=1)
+    await relay(ProgressEvent("run", 1, "started", "a"))
+    await relay(ProgressEvent("run", 2, "tool_call_started", "b"))  # held for ~1 s
+    await relay.close()
+    await asyncio.sleep(0.05)
+    assert sent == [1.0]
 
 
 def test_diagnostic_text_windows_long_lines_and_keeps_the_caret() -> None:
