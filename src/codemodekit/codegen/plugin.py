@@ -9,6 +9,7 @@ Three kinds of file, so regeneration never destroys what a person wrote:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -77,10 +78,17 @@ def _first_sentence(text: str, limit: int = 160) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
-def _example_value(schema: Any, depth: int = 0) -> Any:
+def _example_value(schema: Any, root: Any, depth: int = 0) -> Any:
     """A placeholder value of the right shape for a worked example."""
-    if not isinstance(schema, Mapping) or depth > 4:
+    if not isinstance(schema, Mapping) or depth > 6:
         return None
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        target: Any = root
+        for token in ref[2:].split("/"):
+            token = token.replace("~1", "/").replace("~0", "~")
+            target = target.get(token) if isinstance(target, Mapping) else None
+        return _example_value(target, root, depth + 1)
     if "const" in schema:
         return schema["const"]
     enum = schema.get("enum")
@@ -88,6 +96,10 @@ def _example_value(schema: Any, depth: int = 0) -> Any:
         return enum[0]
     if "default" in schema:
         return schema["default"]
+    for keyword in ("oneOf", "anyOf", "allOf"):
+        options = schema.get(keyword)
+        if isinstance(options, list) and options and "type" not in schema:
+            return _example_value(options[0], root, depth + 1)
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), None)
@@ -96,15 +108,15 @@ def _example_value(schema: Any, depth: int = 0) -> Any:
         props = props if isinstance(props, Mapping) else {}
         required = schema.get("required")
         required = required if isinstance(required, list) else []
-        return {k: _example_value(props.get(k), depth + 1) for k in required if isinstance(k, str)}
+        return {
+            k: _example_value(props.get(k), root, depth + 1) for k in required if isinstance(k, str)
+        }
     return {"string": "...", "integer": 1, "number": 1, "boolean": False, "array": []}.get(
         str(kind)
     )
 
 
 def _examples_md(catalog: Catalog, name: str) -> str:
-    import json
-
     tools = [t for t in catalog.available_tools if not t.deprecated][:3]
     out = [
         f"# Worked examples for {name}",
@@ -114,7 +126,8 @@ def _examples_md(catalog: Catalog, name: str) -> str:
         "",
     ]
     for tool in tools:
-        args = json.dumps(_example_value(thaw(tool.input_schema)) or {}, ensure_ascii=False)
+        schema = thaw(tool.input_schema)
+        args = json.dumps(_example_value(schema, schema) or {}, ensure_ascii=False)
         out += [
             f"## {tool.address}",
             "",
