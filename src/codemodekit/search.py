@@ -1,14 +1,14 @@
 """Deterministic lexical search over the model-visible catalog (``search_tools``).
 
 Only ``catalog.available_tools`` are indexed: quarantined tools are never found. Ranking is
-BM25F-like over four fields (tool name, source name, description, schema property names)
-with tokens split on camelCase, snake_case, kebab-case and digit boundaries and lightly
-stemmed. Exact tool names, keys (``source.name``) and addresses rank first, then tools whose
+BM25F-like over the tool name, source name, description (its first sentence counted twice)
+and schema property names, with tokens split on camelCase, snake_case, kebab-case and digit
+boundaries and lightly stemmed. Exact tool names, keys (``source.name``) and addresses rank first, then tools whose
 name starts with the query, then the lexical score; ties break by address. The same catalog
 and query always give the same response.
 
-The index is built once per catalog revision and cached (a few revisions at most), so a
-query costs a posting-list walk, not a pass over the catalog.
+The index is built once per catalog revision and cached (two revisions), so a query costs a
+posting-list walk, not a pass over the catalog. See docs/adr/0012.
 """
 
 from __future__ import annotations
@@ -62,7 +62,9 @@ _NAME_BONUS = 3.0
 _SYNONYM_WEIGHT = 0.6
 _PREFIX_WEIGHT = 0.5
 
-_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+# Acronym before a capitalized word | optional capital + lower-case run (any script) |
+# acronym | digits. `[^\W\dA-Z_]` is a letter that is not an ASCII capital.
+_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[^\W\dA-Z_]+|[A-Z]+|[0-9]+")
 _ALNUM = re.compile(r"[^a-z0-9]+")
 _LEAD = re.compile(r"(?<=[.!?])\s|\n")
 

@@ -196,3 +196,21 @@ def test_typescript_detail_has_declarations_and_one_contract(catalog: Catalog) -
     assert all(tool["typescript"] for tool in data["tools"])
     assert "resultContract" not in json.dumps(data["tools"])
     assert response.to_text().count(codegen.RESULT_CONTRACT.strip()) == 1
+
+
+def test_digits_acronyms_and_non_ascii_words() -> None:
+    catalog = _catalog(
+        {
+            "billing": [
+                ("créerFacture", "Crée une facture pour un client.", _schema("montantTotal")),
+                ("getOAuth2Token", "Exchange a code for an OAuth 2 token.", _schema()),
+                ("parseXMLHttpResponse", "Parse a response.", _schema()),
+            ]
+        }
+    )
+    assert _addresses(search_catalog(catalog, "factures"))[0] == 'tools.billing["créerFacture"]'
+    assert _addresses(search_catalog(catalog, "montant"))[0] == 'tools.billing["créerFacture"]'
+    assert _addresses(search_catalog(catalog, "oauth token"))[0] == "tools.billing.getOAuth2Token"
+    assert _addresses(search_catalog(catalog, "xml http"))[0] == (
+        "tools.billing.parseXMLHttpResponse"
+    )
