@@ -8,6 +8,7 @@ from codemodekit.codegen.declarations import (
     AnalysisCache,
     quarantine_comment,
     render_declarations,
+    skipped_comment,
 )
 from codemodekit.codegen.layout import SourceLayout, plan
 from codemodekit.codegen.lockfile import dump_json, lock_document
@@ -64,6 +65,7 @@ def generate(catalog: Catalog, *, name: str) -> dict[str, str]:
             f"{name}: {_count(total, 'tool')} from {_count(len(catalog.sources), 'source')}, "
             f"catalog revision {catalog.revision}."
         ],
+        skipped=catalog.skipped,
         cache=cache,
     )
     layouts = source_layouts(catalog)
@@ -71,10 +73,16 @@ def generate(catalog: Catalog, *, name: str) -> dict[str, str]:
         tools = catalog.source_tools(layout.source)
         if not layout.shards:
             files[layout.file] = render_declarations(
-                tools, header=[f"Source {ts_string(layout.source)}."], cache=cache
+                tools,
+                header=[f"Source {ts_string(layout.source)}."],
+                skipped=[s for s in catalog.skipped if s.source == layout.source],
+                cache=cache,
             )
             continue
-        files[layout.file] = _shard_index(layout, tools)
+        skipped = [s for s in catalog.skipped if s.source == layout.source]
+        files[layout.file] = _shard_index(layout, tools) + (
+            "\n" + skipped_comment(skipped) if skipped else ""
+        )
         for path, names in layout.shards.items():
             members = set(names)
             files[path] = render_declarations(

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from codemodekit.catalog import ToolDefinition, thaw
+from codemodekit.catalog import SkippedOperation, ToolDefinition, thaw, tool_address
 from codemodekit.codegen.contract import RESULT_CONTRACT
 from codemodekit.schema.typescript import (
     AnalyzedSchema,
@@ -128,14 +128,24 @@ def quarantine_comment(tools: Iterable[ToolDefinition]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def skipped_comment(skipped: Iterable[SkippedOperation]) -> str:
+    entries = list(skipped)
+    if not entries:
+        return ""
+    lines = ["// Not exposed (the provider skipped these operations):"]
+    lines.extend(f"//   {tool_address(s.source, s.name)}: {_one_line(s.reason)}" for s in entries)
+    return "\n".join(lines) + "\n"
+
+
 def render_declarations(
     tools: Sequence[ToolDefinition],
     *,
     header: Sequence[str] = (),
+    skipped: Sequence[SkippedOperation] = (),
     cache: AnalysisCache | None = None,
 ) -> str:
-    """A complete ``.d.ts``: contract, projected types, ``declare const tools`` and a comment
-    listing quarantined tools (which get no declaration: they cannot be called)."""
+    """A complete ``.d.ts``: contract, projected types, ``declare const tools`` and comments
+    listing quarantined tools and skipped operations (neither can be called)."""
     available = [t for t in tools if t.available]
     names = TypeNames()
     projected = _project(available, names, cache)
@@ -155,9 +165,9 @@ def render_declarations(
             out.append(f"    {property_name(t.tool.name)}: {_signature(t)};\n")
         out.append("  };\n")
     out.append("};\n")
-    comment = quarantine_comment(tools)
-    if comment:
-        out.append("\n" + comment)
+    for comment in (quarantine_comment(tools), skipped_comment(skipped)):
+        if comment:
+            out.append("\n" + comment)
     return "".join(out)
 
 

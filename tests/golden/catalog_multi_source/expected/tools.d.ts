@@ -135,3 +135,6 @@ declare const tools: {
     search_issues: (input: GithubSearchIssuesInput) => Promise<ToolResult<GithubSearchIssuesOutput>>;
   };
 };
+
+// Not exposed (the provider skipped these operations):
+//   tools.github.upload_asset: multipart/form-data request bodies are not supported

@@ -59,3 +59,6 @@ declare const tools: {
 //   tools.app.bad_output: output schema: $ref #/$defs/missing does not resolve within the schema
 //   tools.app.not_an_object: input schema root must have "type": "object" (tools take named arguments); got type "string"
 //   tools.app.remote_ref: remote $ref https://example.com/schemas/a.json is not fetched
+
+// Not exposed (the provider skipped these operations):
+//   tools.app.stream_logs: server-sent event responses are not supported
