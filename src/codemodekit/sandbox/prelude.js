@@ -194,6 +194,46 @@
     freeze(p);
   }
 
+  // QuickJS consults the time limit only every 10,000 interrupt polls (loop back-edges,
+  // calls), so a short loop of very long native calls could overrun compute_time_ms by
+  // orders of magnitude. Before a native call on a large input, spin through enough polls
+  // to force one check; small inputs pay only the length test.
+  const LARGE = 65536;
+  const forceTimeCheck = () => {
+    for (let i = 0; i < 10001; i++);
+  };
+  const guard = (holder, key, isLarge) => {
+    const native = holder[key];
+    defineProperty(holder, key, {
+      // Named codemode$… like every prelude frame, so stack mapping skips it.
+      value: named("codemode$" + key, {
+        [key](...args) {
+          if (isLarge(this, args)) forceTimeCheck();
+          return apply(native, this, args);
+        },
+      }[key]),
+      writable: true,
+      enumerable: false,
+      configurable: true,
+    });
+  };
+  const largeText = (_self, args) => typeof args[0] === "string" && args[0].length > LARGE;
+  const largeThis = (self) => {
+    try {
+      return self !== null && self !== undefined && self.length > LARGE;
+    } catch (_) {
+      return false;
+    }
+  };
+  const largeValue = (_self, args) => largeThis(args[0]);
+  const typedArrayProto = getPrototypeOf(Uint8Array.prototype);
+  guard(JSON, "parse", largeText);
+  guard(JSON, "stringify", largeValue);
+  guard(Array.prototype, "sort", largeThis);
+  guard(Array.prototype, "toSorted", largeThis);
+  guard(typedArrayProto, "sort", largeThis);
+  guard(typedArrayProto, "toSorted", largeThis);
+
   // A throwing microtask would reach the host as a raw exception; here it ends the run
   // as an uncaught exception instead, like an unhandled error in other runtimes.
   const fail = (e) => {

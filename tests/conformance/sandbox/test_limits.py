@@ -125,3 +125,30 @@ async def test_never_settling_after_tool_calls(sandbox: CodeSandbox) -> None:
     outcome = await run(sandbox, code, host)
     assert "can never settle" in (outcome.diagnostic.message if outcome.diagnostic else "")
     assert len(host.calls) == 1
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "let s = '['; for (let i = 0; i < 2e5; i++) s += '[1,2,3],'; s += '0]';\n"
+        "for (let k = 0; k < 40; k++) JSON.parse(s); return 'finished'",
+        "const a = Array.from({ length: 3e5 }, (_, i) => String(i));\n"
+        "for (let k = 0; k < 40; k++) JSON.stringify(a); return 'finished'",
+        "const a = Array.from({ length: 3e5 }, (_, i) => (i * 7919) % 1000003);\n"
+        "for (let k = 0; k < 40; k++) a.toSorted(); return 'finished'",
+    ],
+    ids=["json-parse", "json-stringify", "sort"],
+)
+async def test_long_native_calls_in_a_short_loop_hit_the_compute_limit(
+    sandbox: CodeSandbox, code: str
+) -> None:
+    # Each call takes tens of milliseconds but the loop polls for the time limit rarely.
+    outcome = await run(sandbox, code, compute_time_ms=100, memory_bytes=256 * 1024 * 1024)
+    assert code_of(outcome) is ErrorCode.COMPUTE_LIMIT
+
+
+async def test_errors_inside_guarded_natives_point_at_the_user(sandbox: CodeSandbox) -> None:
+    outcome = await run(sandbox, "const x = 1;\nJSON.parse('{' + ' '.repeat(70000))")
+    assert outcome.diagnostic is not None and outcome.diagnostic.location is not None
+    assert outcome.diagnostic.message.startswith("SyntaxError")
+    assert outcome.diagnostic.location.line == 2
