@@ -52,6 +52,7 @@ from codemodekit.providers.mcp_content import (
     tool_output,
     tool_spec,
 )
+from codemodekit.providers.mcp_failures import describe_connect_failure, is_http_refusal
 from codemodekit.providers.mcp_transport import StderrTail, describe_target, open_transport
 from codemodekit.spec.model import McpHttpSource, McpStdioSource, resolve_all
 
@@ -282,7 +283,14 @@ class McpToolProvider:
             # The owner task has left the client: a child process is already stopped.
             await self._settle_stderr(conn)
             await self._stop(conn)
-            raise SourceUnavailable(self._failed(conn, self._describe(exc, conn))) from None
+            raise SourceUnavailable(
+                self._failed(
+                    conn,
+                    describe_connect_failure(
+                        exc, http_status=conn.http_status, redact=self._redact
+                    ),
+                )
+            ) from None
         if conn.ended.is_set():
             # Died between discovery and now: never publish a dead connection.
             await self._stop(conn)
@@ -548,7 +556,7 @@ class McpToolProvider:
         code = exc.error.code
         if code == types.CONNECTION_CLOSED:
             return await self._lost_during_call(conn, tool, "connection closed")
-        if _is_http_refusal(exc):
+        if is_http_refusal(exc):
             # A non-2xx answer without a JSON-RPC body (or the SDK's 404 "Session
             # terminated"): typically a restarted server that no longer knows our session.
             status = f"HTTP {conn.http_status}" if conn.http_status else "an HTTP error"
@@ -579,34 +587,6 @@ class McpToolProvider:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(conn.tail.closed.wait(), _STDERR_SETTLE_S)
 
-    def _describe(self, exc: BaseException, conn: _Connection) -> str:
-        leaf = _first_leaf(exc)
-        if conn.http_status in (401, 403):
-            return f"HTTP {conn.http_status} from the server: check the credentials in `headers`"
-        if conn.http_status is not None and isinstance(leaf, MCPError | httpx2.HTTPError):
-            return f"HTTP {conn.http_status} from the server"
-        if isinstance(leaf, SourceUnavailable):
-            return str(leaf)
-        if isinstance(leaf, FileNotFoundError):
-            return "the command was not found (check `command` and PATH)"
-        if isinstance(leaf, PermissionError):
-            return "the command is not executable"
-        if isinstance(leaf, MCPError):
-            if leaf.error.code == types.CONNECTION_CLOSED:
-                return "the server closed the connection during the handshake"
-            return f"the server refused the handshake: {sanitize(leaf.error.message, 300, self._redact)}"
-        if isinstance(leaf, httpx2.HTTPStatusError):
-            return f"HTTP {leaf.response.status_code} from the server"
-        if isinstance(leaf, httpx2.ConnectError | httpx2.ConnectTimeout):
-            return "cannot connect (is the server running?)"
-        if isinstance(leaf, httpx2.HTTPError):
-            return f"HTTP transport error ({type(leaf).__name__})"
-        if isinstance(leaf, ValidationError):
-            return "the server sent a malformed response"
-        if isinstance(leaf, OSError):
-            return f"cannot start the process ({sanitize(leaf.strerror or type(leaf).__name__, 200, self._redact)})"
-        return f"{type(leaf).__name__}: {sanitize(str(leaf), 200, self._redact)}"
-
     def _unavailable(self, conn: _Connection, reason: str) -> str:
         text = f"MCP source {self.name!r} ({self._target}) is unavailable: {reason}"
         if conn.tail is not None:
@@ -636,20 +616,5 @@ class McpToolProvider:
         self._message = message
 
 
-def _is_http_refusal(exc: MCPError) -> bool:
-    """The SDK's Streamable HTTP client folds transport-level refusals into these errors."""
-    message = exc.error.message
-    return (
-        exc.error.code == types.INTERNAL_ERROR and message == "Server returned an error response"
-    ) or (exc.error.code == types.INVALID_REQUEST and message == "Session terminated")
-
-
 def _is_modern(protocol_version: str) -> bool:
     return protocol_version >= "2026-07-28"
-
-
-def _first_leaf(exc: BaseException) -> BaseException:
-    """The first real failure inside anyio's exception groups."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
