@@ -307,7 +307,7 @@ async def handle_run(
     return run_result_to_mcp(result, code)
 
 
-def handle_search(
+async def handle_search(
     code_mode: CodeMode,
     query: Any,
     source: Any = None,
@@ -319,8 +319,15 @@ def handle_search(
     if source is not None and not isinstance(source, str):
         return _error("search_tools: `source` must be a string")
     try:
-        response = search_catalog(
-            code_mode.catalog, query, source=source or None, detail=detail, limit=limit
+        # In a worker thread: the first search of a new catalog revision builds its index
+        # (seconds for tens of thousands of tools) and must not stall concurrent runs.
+        response = await asyncio.to_thread(
+            search_catalog,
+            code_mode.catalog,
+            query,
+            source=source or None,
+            detail=detail,
+            limit=limit,
         )
     except SearchError as exc:
         return _error(f"search_tools: {exc}")
@@ -438,7 +445,7 @@ def _register_mcpserver(server: MCPServer[Any], code_mode: CodeMode, *, search: 
         ] = "summary",
         limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
     ) -> types.CallToolResult:
-        return handle_search(code_mode, query, source, detail, limit)
+        return await handle_search(code_mode, query, source, detail, limit)
 
     server.add_tool(
         search_tools,
@@ -497,7 +504,7 @@ def _register_lowlevel(server: Server[Any], code_mode: CodeMode, *, search: bool
             unknown = set(arguments) - {"query", "source", "detail", "limit"}
             if unknown:
                 return _error(f"search_tools: unknown argument(s) {', '.join(sorted(unknown))}")
-            return handle_search(
+            return await handle_search(
                 code_mode,
                 arguments.get("query"),
                 arguments.get("source"),
