@@ -292,3 +292,12 @@ def test_normalized_schema_is_json_serializable() -> None:
     schema = {"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}, "$defs": {"A": {}}}
     text = json.dumps(normalize_schema(schema))
     assert json.loads(text)["$defs"] == {"A": {}}
+
+
+def test_credentials_in_a_remote_reference_never_reach_the_reason() -> None:
+    ref = "https://deploy:s3cr3t-token@schemas.example.com/user.json?api_key=k3y#/defs/u"
+    text = reason({"type": "object", "properties": {"u": {"$ref": ref}}})
+    assert text == "remote $ref https://schemas.example.com/user.json?… is not fetched"
+    assert "s3cr3t" not in text and "k3y" not in text
+    dialect = reason({"$schema": "https://me:pw@example.com/meta?token=t", "type": "object"})
+    assert "pw" not in dialect and "token=t" not in dialect

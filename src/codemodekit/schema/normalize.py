@@ -108,10 +108,29 @@ def dialect_of(schema: Mapping[str, Any]) -> str:
     return _CANONICAL_DIALECT.get(value, value) if isinstance(value, str) else DRAFT202012
 
 
+def shown_uri(uri: str) -> str:
+    """``uri`` as it may appear in a model-visible reason: no userinfo, no query string
+    (either may carry a credential), bounded."""
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return bound_text(uri, 120)
+    netloc = parts.netloc.rpartition("@")[2]
+    query = "?…" if parts.query else ""
+    fragment = "#" + parts.fragment if parts.fragment else ""
+    if parts.scheme or netloc:
+        rebuilt = f"{parts.scheme}:" if parts.scheme else ""
+        rebuilt += f"//{netloc}" if netloc or uri.startswith(f"{parts.scheme}://") else ""
+        rebuilt += parts.path + query + fragment
+    else:
+        rebuilt = parts.path + query + fragment
+    return bound_text(rebuilt, 160)
+
+
 def _canonical_dialect(value: Any, what: str) -> str:
     canonical = _CANONICAL_DIALECT.get(value) if isinstance(value, str) else None
     if canonical is None:
-        shown = bound_text(repr(value), 120)
+        shown = repr(shown_uri(value)) if isinstance(value, str) else bound_text(repr(value), 80)
         raise SchemaUnsupported(
             f"unsupported JSON Schema dialect in {what}: {shown}; use draft 2020-12, 2019-09, "
             "draft-07, draft-06 or draft-04"
@@ -279,14 +298,16 @@ def _check_refs(schema: dict[str, Any], dialect: str, text: str = "") -> None:
         if resource not in refs.resources:
             if resource in _BUNDLED or resource.startswith(_BUNDLED_PREFIXES):
                 continue  # a standard meta-schema: bundled by the validators, never fetched
-            shown = written if resource.startswith(_DEFAULT_ORIGIN) else resource
+            shown = shown_uri(written if resource.startswith(_DEFAULT_ORIGIN) else resource)
             raise SchemaUnsupported(f"remote {keyword} {shown} is not fetched")
         document = refs.resources[resource]
         if fragment == "" or fragment.startswith("/"):
             if not _pointer_target(document, fragment):
-                raise SchemaUnsupported(f"{keyword} {written} does not resolve within the schema")
+                raise SchemaUnsupported(
+                    f"{keyword} {shown_uri(written)} does not resolve within the schema"
+                )
         elif fragment not in refs.anchors.get(resource, ()):
-            raise SchemaUnsupported(f"{keyword} {written} names no anchor in the schema")
+            raise SchemaUnsupported(f"{keyword} {shown_uri(written)} names no anchor in the schema")
 
 
 def _describes_object(schema: Mapping[str, Any], root: Mapping[str, Any]) -> bool:
@@ -425,4 +446,5 @@ __all__ = [
     "normalize_schema",
     "prepare_schema",
     "schema_hash",
+    "shown_uri",
 ]

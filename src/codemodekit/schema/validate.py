@@ -31,6 +31,7 @@ from codemodekit.schema.normalize import (
     dialect_of,
     json_path,
     prepare_schema,
+    shown_uri,
 )
 
 MAX_MESSAGE = 300
@@ -203,7 +204,8 @@ def compile_validator(schema: Mapping[str, Any] | PreparedSchema) -> Validator:
     except jsonschema_rs.ValidationError as exc:
         refused = _REFUSED.search(str(exc))
         if refused is not None:
-            raise SchemaUnsupported(f"remote $ref {refused.group(1)} is not fetched") from None
+            uri = shown_uri(refused.group(1))
+            raise SchemaUnsupported(f"remote $ref {uri} is not fetched") from None
         if type(exc.kind).__name__ == "Referencing":
             raise SchemaUnsupported(f"$ref does not resolve: {exc.message}") from None
         first_line = f"at {json_path(exc.instance_path)}: {exc.message}"
