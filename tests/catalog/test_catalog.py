@@ -168,7 +168,7 @@ def test_duplicate_warnings_are_bounded(caplog: pytest.LogCaptureFixture) -> Non
 # --- quarantine and healing -------------------------------------------------------------------
 
 
-BROKEN = {
+BROKEN: dict[str, Any] = {
     "type": "object",
     "properties": {"user": {"$ref": "https://schemas.example.com/user.json"}},
 }
