@@ -271,16 +271,25 @@ class Engine:
             raw = _loads(self._call("logs"))
         except (EngineFault, ValueError):
             return (LogEntry("truncated", "… the logs could not be read after the failure …"),)
-        entries = []
+        # The prelude bounds the logs; the host checks again rather than trust the sandbox.
+        entries: list[LogEntry] = []
+        budget = 2 * self.limits.log_bytes + 1024  # room for the marker and cut suffixes
         for item in raw if isinstance(raw, list) else ():
-            if (
+            if len(entries) >= self.limits.log_entries:
+                break
+            if not (
                 isinstance(item, list)
                 and len(item) == 2
                 and item[0] in _LEVELS
                 and isinstance(item[1], str)
             ):
-                entries.append(LogEntry(item[0], item[1]))
-        return tuple(entries[: self.limits.log_entries])
+                continue
+            message = _well_formed(item[1])
+            budget -= len(message.encode("utf-8"))
+            if budget < 0:
+                break
+            entries.append(LogEntry(item[0], message))
+        return tuple(entries)
 
     # -- diagnostics ----------------------------------------------------------------------
     def _location(self, stack: str) -> Location | None:

@@ -155,3 +155,23 @@ async def test_cancellation_while_javascript_runs(sandbox: CodeSandbox) -> None:
         # An adapter that cannot interrupt a slice may finish it first (here: the limit).
         assert code_of(outcome) is ErrorCode.COMPUTE_LIMIT
     assert (await run(sandbox, "return 'next'")).value == "next"
+
+
+async def test_proxies_and_reflect_as_callers_and_arguments(sandbox: CodeSandbox) -> None:
+    host = HostDouble()
+    code = """
+    const args = new Proxy({}, {
+      ownKeys: () => ['a'],
+      getOwnPropertyDescriptor: () => ({ value: 1, enumerable: true, configurable: true }),
+      get: (_t, k) => (k === 'a' ? 'from-proxy' : undefined),
+    });
+    const viaReflect = await Reflect.apply(tools.t.echo, null, [{ r: 1 }]);
+    const viaCall = await tools.t.echo.call({ not: 'used' }, { c: 1 });
+    const fromProxy = await tools.t.echo(args);
+    const wrapped = new Proxy(tools.t, {});
+    const viaWrapped = await wrapped.echo({ w: 1 });
+    return [viaReflect, viaCall, fromProxy, viaWrapped].map((r) => r.structuredContent);
+    """
+    outcome = await run(sandbox, code, host)
+    assert outcome.value == [{"r": 1}, {"c": 1}, {"a": "from-proxy"}, {"w": 1}]
+    assert [args for _, _, args in host.calls] == outcome.value
