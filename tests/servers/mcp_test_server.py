@@ -171,8 +171,11 @@ def build(args: argparse.Namespace) -> TestServer:
         return "x" * size
 
     @server.tool()
-    def crash() -> str:
-        """Die in the middle of the call."""
+    def crash(marker: str = "") -> str:
+        """Die in the middle of the call (after appending one line to ``marker``)."""
+        if marker:
+            with open(marker, "a") as handle:
+                handle.write("called\n")
         sys.stderr.write("fatal: crashing on purpose\n")
         sys.stderr.flush()
         os._exit(7)

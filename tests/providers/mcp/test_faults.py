@@ -48,8 +48,9 @@ async def test_crash_mid_call_fails_the_call_reaps_the_child_and_reconnects(tmp_
     async with provider(stdio_source("crashy")) as mcp:
         await mcp.start(changes)
         pid = (await mcp.call_tool("pid", {}, context())).structured_content["result"]
+        calls = tmp_path / "calls"
         with pytest.raises(SourceUnavailable) as caught:
-            await mcp.call_tool("crash", {}, context())
+            await mcp.call_tool("crash", {"marker": str(calls)}, context())
         message = str(caught.value)
         assert "not retried" in message
         assert "fatal: crashing on purpose" in message  # the stderr tail
@@ -58,6 +59,8 @@ async def test_crash_mid_call_fails_the_call_reaps_the_child_and_reconnects(tmp_
         assert mcp.health().status == HealthStatus.OK
         new_pid = (await mcp.call_tool("pid", {}, context())).structured_content["result"]
         assert new_pid != pid
+        # Never replayed: the reconnected server did not see the failed call again.
+        assert calls.read_text() == "called\n"
 
 
 async def test_crash_while_down_stays_unavailable_then_comes_back(tmp_path: Path) -> None:
