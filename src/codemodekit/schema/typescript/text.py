@@ -17,6 +17,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 RESERVED_TYPE_NAMES = frozenset(
     {
         "ToolResult",
+        "ToolCallError",
         "ContentBlock",
         "TextContent",
         "ImageContent",

@@ -11,8 +11,14 @@ async function check() {
   if (parsed === undefined && text && text.type === "text") {
     try { parsed = JSON.parse(text.text); } catch { parsed = text.text; }
   }
-  await tools.app.lookup({ id: "1" });
+  let failure = "";
+  try {
+    await tools.app.lookup({ id: "1" });
+  } catch (e) {
+    const err = e as ToolCallError;
+    if (err.code === "TOOL_DENIED") failure = `${err.source}.${err.tool}: ${err.message}`;
+  }
   // @ts-expect-error env is an enum
   await tools["deployment-api"].deploy({ service: "s", env: "dev" });
-  return { names, n, parsed };
+  return { names, n, parsed, failure };
 }

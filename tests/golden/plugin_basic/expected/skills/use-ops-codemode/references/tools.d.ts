@@ -37,11 +37,22 @@ type ContentBlock =
  *   `let v: unknown = r.structuredContent;`
  *   `if (v === undefined && b && b.type === "text") {`
  *   `  try { v = JSON.parse(b.text); } catch { v = b.text; } }`
- * - A failed call rejects with an Error carrying `code` and `tool`; use try/catch to recover.
+ * - A failed call rejects with a `ToolCallError`; catch it to recover or to try another way.
  */
 interface ToolResult<T = unknown> {
   content: ContentBlock[];
   structuredContent?: T;
+}
+/**
+ * A failed tool call: `code` is stable (`TOOL_INPUT_INVALID`, `TOOL_DENIED`, `TOOL_ERROR`,
+ * `TOOL_TIMEOUT`, …), `message` is safe to show.
+ * `try { … } catch (e) { if ((e as ToolCallError).code === "TOOL_DENIED") … }`
+ */
+interface ToolCallError extends Error {
+  name: "ToolCallError";
+  code: string;
+  tool: string;
+  source: string;
 }
 
 interface DeploymentApiDeployInput {
