@@ -321,7 +321,12 @@ class McpToolProvider:
                 self._mark_lost(conn, "the connection was lost")
 
         transport = open_transport(
-            self._config, secrets, on_end=on_end, tail=conn.tail, on_status=on_status
+            self._config,
+            secrets,
+            on_end=on_end,
+            tail=conn.tail,
+            on_status=on_status,
+            max_result_bytes=self._limits.tool_result_bytes,
         )
 
         async def on_message(message: Any) -> None:

@@ -203,7 +203,10 @@ async def _stdio(
 
 @asynccontextmanager
 async def _http(
-    config: McpHttpSource, headers: Mapping[str, str], on_status: Callable[[int], None]
+    config: McpHttpSource,
+    headers: Mapping[str, str],
+    on_status: Callable[[int], None],
+    max_event_bytes: int,
 ) -> AsyncIterator[TransportStreams]:
     if config.transport == "sse":
         async with sse_client(config.url, headers=dict(headers)) as streams:
@@ -220,7 +223,9 @@ async def _http(
     hooks = {"response": [record_status]}
     async with (
         httpx2.AsyncClient(headers=dict(headers), timeout=timeout, event_hooks=hooks) as http,
-        streamable_http_client(config.url, http_client=http) as streams,
+        streamable_http_client(
+            config.url, http_client=http, max_sse_event_size=max_event_bytes
+        ) as streams,
     ):
         yield streams
 
@@ -232,13 +237,17 @@ def open_transport(
     on_end: Callable[[], None],
     tail: StderrTail | None,
     on_status: Callable[[int], None] = lambda _status: None,
+    max_result_bytes: int = 2 * 1024 * 1024,
 ) -> Transport:
     """The SDK transport for ``config``; ``secrets`` are the resolved env or headers."""
     if isinstance(config, McpStdioSource):
         assert tail is not None
         inner: Transport = _stdio(config, secrets, tail)
     else:
-        inner = _http(config, secrets, on_status)
+        # One SSE event carries one reply; the reply may hold the result twice (content text
+        # and structuredContent), so leave room for that before the provider's own check.
+        max_event_bytes = 2 * max_result_bytes + 64 * 1024
+        inner = _http(config, secrets, on_status, max_event_bytes)
     return _watched(inner, on_end)
 
 

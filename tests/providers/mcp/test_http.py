@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from codemodekit.errors import SourceUnavailable, ToolError
-from codemodekit.providers.base import HealthStatus
+from codemodekit.providers.base import HealthStatus, ResultTooLarge
 from tests.providers.mcp.helpers import Changes, context, eventually, provider
 from tests.servers import free_port, http_server, http_source
 
@@ -130,3 +130,14 @@ async def test_stateless_modern_http_survives_a_quick_restart() -> None:
             echoed = await mcp.call_tool("echo", {"text": "x"}, context(timeout_s=10))
             assert echoed.content[0]["text"] == "x"
             assert mcp.health().status == HealthStatus.OK
+
+
+async def test_result_over_the_limit_over_http() -> None:
+    with http_server() as server:
+        async with provider(http_source("web", f"http://127.0.0.1:{server.port}/mcp")) as mcp:
+            await mcp.start(Changes())
+            with pytest.raises(ResultTooLarge):
+                await mcp.call_tool("big", {"size": 3_000_000}, context(max_result_bytes=100_000))
+            assert mcp.health().status == HealthStatus.OK
+            small = await mcp.call_tool("big", {"size": 10}, context(max_result_bytes=100_000))
+            assert small.content[0]["text"] == "x" * 10
