@@ -400,13 +400,15 @@ def _literal(value: Any) -> _T:
 
 def _union(options: Sequence[_T]) -> _T:
     members: list[_T] = []
+    seen: set[str] = set()
     for option in options:
         if option.text == "unknown":
             return _UNKNOWN
         if option.text == "never":
             continue
         for member in option.members or (option,):
-            if all(m.text != member.text for m in members):
+            if member.text not in seen:
+                seen.add(member.text)
                 members.append(member)
     if not members:
         return _NEVER
