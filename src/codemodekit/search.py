@@ -57,7 +57,7 @@ _FIELDS: dict[str, tuple[float, float]] = {
 """``lead`` is the description's first sentence, usually the summary: its words count twice."""
 _COVERAGE_BONUS = 1.0
 """Added per query term a tool matches, so tools matching more of the need rank higher."""
-_NAME_BONUS = 3.0
+_NAME_BONUS = 5.0
 """Times the share of the tool name's words the query covers."""
 _SYNONYM_WEIGHT = 0.6
 _PREFIX_WEIGHT = 0.5

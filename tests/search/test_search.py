@@ -41,7 +41,7 @@ def catalog() -> Catalog:
             ],
             "deployment-api": [
                 ("deploy", "Deploy a service to an environment.", _schema("service", "env")),
-                ("rollback", "Roll a deployment back.", _schema("deploymentId")),
+                ("rollback", "Roll a deployment back.", _schema("deploymentId", "dryRun")),
             ],
             "petstore": [
                 ("getPetById", "Returns a single pet.", _schema("petId")),
@@ -77,8 +77,9 @@ def test_camel_snake_kebab_and_plurals_are_tokenized(catalog: Catalog) -> None:
 
 
 def test_schema_property_names_are_searched(catalog: Catalog) -> None:
-    assert _addresses(search_catalog(catalog, "deployment id"))[0] == (
-        'tools["deployment-api"].rollback'
+    assert _addresses(search_catalog(catalog, "dry run"))[0] == 'tools["deployment-api"].rollback'
+    assert 'tools["deployment-api"].rollback' in _addresses(
+        search_catalog(catalog, "deployment id")
     )
     assert "tools.github.star" in _addresses(search_catalog(catalog, "full name"))
 
