@@ -249,3 +249,24 @@ def test_regenerating_a_plugin_keeps_authored_skill_text_and_seed_files(tmp_path
     _plugin(root, _catalog("a"))
     assert not (root / skill_dir("ops") / "references" / "tools.b.d.ts").exists()
     assert "Always dry-run first." in skill.read_text()
+
+
+def test_a_transaction_of_a_live_writer_is_not_rolled_back(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    _write(out, _catalog("a"))
+    before = _snapshot(out)
+    # Another (live) process holds the transaction folder.
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        txn = out / writer_module.TXN_DIR
+        txn.mkdir()
+        (txn / "pid").write_text(str(sleeper.pid))
+        with pytest.raises(ArtifactConflict, match=f"process {sleeper.pid} is writing"):
+            plan_write(out, generate(_catalog("a", "b"), name="t"), manifest=LOCK_FILE)
+        assert txn.exists()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    plan = plan_write(out, generate(_catalog("a"), name="t"), manifest=LOCK_FILE)
+    assert plan.recovered and not plan.changed
+    assert _snapshot(out) == before

@@ -32,6 +32,7 @@ from codemodekit.errors import CodeModeError
 TXN_DIR = ".codemode-txn"
 _JOURNAL = "journal.json"
 _COMMITTED = "committed"
+_OWNER = "pid"
 
 
 class ArtifactConflict(CodeModeError):
@@ -184,6 +185,7 @@ def apply(plan: WritePlan) -> None:
             "interrupted; run `codemode generate` again once it has finished"
         ) from None
     try:
+        (txn / _OWNER).write_text(str(os.getpid()), encoding="ascii")
         for path, text in plan.writes.items():
             staged = txn / "new" / path
             staged.parent.mkdir(parents=True, exist_ok=True)
@@ -218,10 +220,33 @@ def recover_interrupted(root: Path) -> bool:
     txn = Path(root) / TXN_DIR
     if not txn.exists():
         return False
+    owner = _owner(txn)
+    if owner is not None and owner != os.getpid() and _alive(owner):
+        raise ArtifactConflict(
+            f"{txn}: process {owner} is writing this folder now; run `codemode generate` "
+            "again once it has finished"
+        )
     if (txn / _COMMITTED).exists():
         shutil.rmtree(txn, ignore_errors=True)
         return True
     _rollback(Path(root))
+    return True
+
+
+def _owner(txn: Path) -> int | None:
+    try:
+        return int((txn / _OWNER).read_text(encoding="ascii"))
+    except (OSError, ValueError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: existence check only
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists but belongs to someone else
     return True
 
 
