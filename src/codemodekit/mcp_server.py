@@ -74,8 +74,9 @@ def run_description(limits: Limits, *, search: bool = True) -> str:
         "Run TypeScript in a sandbox to call tools and compute with their results.\n"
         "- `code` is the body of an async function: use `await` and an explicit `return` "
         "(the last expression is not returned). The returned value must be JSON.\n"
-        "- The only way out is `tools.<source>.<tool>(args)` (e.g. `tools.github.search_issues` "
-        'or `tools["my-api"].deploy`); no fetch, require, import, timers or host APIs.\n'
+        "- The only way out is `await tools.<source>.<tool>(args)` (bracket names that are "
+        'not identifiers: `tools["my-api"].deploy`); no fetch, require, import, timers or '
+        "host APIs.\n"
         "- A tool returns a ToolResult `{ content: ContentBlock[], structuredContent?: T }`; "
         "prefer `structuredContent`. A failed call throws an Error with `code`, `tool` "
         "and `message` that you may catch.\n"
