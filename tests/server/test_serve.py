@@ -524,3 +524,27 @@ def test_sigterm_over_stdio_closes_child_sources(child_config: Path) -> None:
     assert code == 0, rest
     assert "stopped" in rest
     assert _wait_gone(pid), "the child MCP server outlived codemode serve"
+
+
+async def test_no_search_flag_serves_only_run_typescript(config: Path) -> None:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "codemodekit", "serve", "-c", str(config), "--no-search"],
+        cwd=str(config.parent),
+    )
+    async with Client(params, read_timeout_seconds=60) as client:
+        tools = (await client.list_tools()).tools
+    assert [t.name for t in tools] == ["run_typescript"]
+    assert "search_tools" not in (tools[0].description or "")
+
+
+def test_token_with_stdio_is_a_usage_error(config: Path) -> None:
+    result = _run_cli(
+        "serve",
+        "-c",
+        str(config),
+        "--auth-token-env",
+        "CM_TEST_TOKEN",
+        env=_env(CM_TEST_TOKEN=TOKEN),
+    )
+    assert result.returncode == 2 and "--transport http" in result.stderr
