@@ -287,7 +287,14 @@ def test_http_requires_the_bearer_token(http_server: Served) -> None:
     scheme = httpx.post(
         http_server.url, json=body, headers={**headers, "Authorization": TOKEN}, timeout=10
     )
-    for response in (missing, wrong, scheme):
+    basic = httpx.post(
+        http_server.url, json=body, headers={**headers, "Authorization": f"Basic {TOKEN}"}
+    )
+    lower = httpx.post(
+        http_server.url, json=body, headers={**headers, "Authorization": f"bearer {TOKEN}"}
+    )
+    assert lower.status_code != 401  # the scheme is case-insensitive
+    for response in (missing, wrong, scheme, basic):
         assert response.status_code == 401
         assert response.headers["www-authenticate"] == "Bearer"
         assert TOKEN not in response.text
