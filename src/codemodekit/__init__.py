@@ -31,18 +31,16 @@ from codemodekit.policy import (
 from codemodekit.providers.base import SourceHealth, ToolProvider
 from codemodekit.providers.local import define_tool, local
 from codemodekit.run import CodeMode, ProgressEvent, RunResult
-from codemodekit.sandbox.base import LogEntry
+from codemodekit.sandbox.base import CodeSandbox, LogEntry
+from codemodekit.sandbox.quickjs import QuickJsSandbox
+from codemodekit.spec import SpecError, load_spec
 from codemodekit.spec.model import Spec
-
-try:  # the spec loader lands with the spec issue
-    from codemodekit.spec import SpecError, load_spec
-except ImportError:  # pragma: no cover
-    pass
 
 __all__ = [
     "Catalog",
     "CodeMode",
     "CodeModeError",
+    "CodeSandbox",
     "Diagnostic",
     "ErrorCode",
     "Limits",
@@ -51,6 +49,7 @@ __all__ = [
     "Phase",
     "PolicyDecision",
     "ProgressEvent",
+    "QuickJsSandbox",
     "RunResult",
     "SecretUnavailable",
     "SourceHealth",

@@ -269,6 +269,9 @@ class CodeMode:
         if self._state == "closed":
             return
         self._state = "closed"
+        close_sandbox = getattr(self._sandbox, "close", None)
+        if callable(close_sandbox):
+            close_sandbox()
         results = await asyncio.gather(
             *(p.aclose() for p in self._providers.values()), return_exceptions=True
         )

@@ -12,6 +12,7 @@ from typing import Any
 from codemodekit.cli.common import CliExit, add_config_argument, load_config
 from codemodekit.render import render_diagnostic
 from codemodekit.run import CodeMode, RunResult
+from codemodekit.sandbox.quickjs import QuickJsSandbox
 
 
 def register(sub: Any) -> None:
@@ -49,7 +50,9 @@ def _run(args: argparse.Namespace) -> int:
 
 
 async def _execute(spec: Any, code: str) -> RunResult:
-    async with CodeMode.from_spec(spec) as cm:
+    # One run owns the event loop here, so slices run inline (no thread hand-off).
+    sandbox = QuickJsSandbox(offload="inline", prewarm=0)
+    async with CodeMode.from_spec(spec, sandbox=sandbox) as cm:
         for health in cm.health:
             if health.status not in ("ok",):
                 print(

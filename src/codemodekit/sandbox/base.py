@@ -74,7 +74,9 @@ class SandboxOutcome:
 
 
 class CodeSandbox(Protocol):
-    def run(self, program: CompiledProgram, host: SandboxHost, limits: Limits) -> Awaitable[SandboxOutcome]:
+    def run(
+        self, program: CompiledProgram, host: SandboxHost, limits: Limits
+    ) -> Awaitable[SandboxOutcome]:
         """Run one program in a fresh, isolated context and dispose of it.
 
         Reports ``UNCAUGHT_EXCEPTION``, ``COMPUTE_LIMIT``, ``MEMORY_LIMIT``,
