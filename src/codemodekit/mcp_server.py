@@ -112,11 +112,12 @@ def _cut_utf8(text: str, limit: int) -> str:
 
 def _excerpt(code: str, line: int, column: int) -> list[str]:
     """The offending source line and a caret under ``column`` (both 1-based)."""
-    lines = code.splitlines()
+    # Rows are counted on "\n" as the compiler counts them (not str.splitlines' extras).
+    lines = code.split("\n")
     if not 1 <= line <= len(lines):
         return []
     # Tabs shown as one space keep the caret under the right character.
-    text = lines[line - 1].replace("\t", " ")
+    text = lines[line - 1].rstrip("\r").replace("\t", " ")
     col = max(1, min(column, len(text) + 1))
     start = 0
     if len(text) > SOURCE_LINE_CHARS:
@@ -176,7 +177,7 @@ def run_result_to_mcp(result: RunResult, code: str) -> types.CallToolResult:
     structured = result.to_json()
     logs = _logs_text(result)
     if result.ok:
-        text = json.dumps(result.value, ensure_ascii=False)
+        text = json.dumps(result.value, ensure_ascii=False, default=str)
         content = [types.TextContent(type="text", text=text)]
         if logs:
             content.append(types.TextContent(type="text", text=logs))
