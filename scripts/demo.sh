@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
 # The main job on the bundled example: no credentials, no network once installed.
-# Writes a codemode.toml with `codemode init` in a scratch folder, checks it, runs a
-# TypeScript script against the example Python tools and regenerates the typed declarations.
+# In a scratch folder: `codemode init` writes codemode.toml and hello.ts, `check` connects the
+# example Python tools, `run` executes hello.ts, `generate` writes the typed declarations.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-cp src/codemodekit/examples/hello.ts "$work/hello.ts"
 cd "$work"
 "$OLDPWD/.venv/bin/codemode" init .
 "$OLDPWD/.venv/bin/codemode" check
