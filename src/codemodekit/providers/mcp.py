@@ -126,6 +126,8 @@ class McpToolProvider:
         self._connections = 0
         self._on_change: DiscoveryListener | None = None
         self._reconnect_task: asyncio.Task[None] | None = None
+        self._pending: _Connection | None = None
+        """A connection still in its handshake or first ``tools/list``."""
         self._background: set[asyncio.Task[Any]] = set()
         self._redact: tuple[str, ...] = ()
         self._closed = False
@@ -235,12 +237,13 @@ class McpToolProvider:
             tasks.append(self._reconnect_task)
         for task in tasks:
             task.cancel()
-        conn, self._conn = self._conn, None
-        if conn is not None:
+        live = [conn for conn in (self._conn, self._pending) if conn is not None]
+        self._conn = self._pending = None
+        for conn in live:
             await self._stop(conn)
-        for task in tasks:
-            with contextlib.suppress(BaseException):
-                await task
+        if tasks:
+            # Not `await task`: a task's own cancellation must not look like ours.
+            await asyncio.wait(tasks)
         self._set(HealthStatus.CLOSED, "closed")
 
     def __repr__(self) -> str:
@@ -267,6 +270,22 @@ class McpToolProvider:
         conn.task = asyncio.create_task(
             self._own(conn, secrets, ready), name=f"codemodekit-mcp-{self.name}-{conn.number}"
         )
+        self._pending = conn
+        try:
+            await self._await_ready(conn, ready)
+        finally:
+            if self._pending is conn:
+                self._pending = None
+        if self._closed or conn.ended.is_set():
+            # Closed meanwhile, or died between discovery and now: never publish it.
+            await self._stop(conn)
+            why = "closed" if self._closed else "the connection was lost right after discovery"
+            raise SourceUnavailable(self._failed(conn, why))
+        self._conn = conn
+        self._set(HealthStatus.OK, self._ok_text(conn))
+        return conn
+
+    async def _await_ready(self, conn: _Connection, ready: asyncio.Future[None]) -> None:
         timeout_ms = self._config.timeout_ms
         timeout_s = timeout_ms / 1000 if timeout_ms is not None else DEFAULT_CONNECT_TIMEOUT_S
         try:
@@ -278,28 +297,21 @@ class McpToolProvider:
         except asyncio.CancelledError:
             await self._stop(conn)
             self._close_tail(conn)
+            current = asyncio.current_task()
+            if self._closed and current is not None and not current.cancelling():
+                # aclose() stopped this handshake; our caller itself was not cancelled.
+                raise SourceUnavailable(
+                    f"MCP source {self.name!r} was closed while connecting"
+                ) from None
             raise
         except BaseException as exc:
             # The owner task has left the client: a child process is already stopped.
             await self._settle_stderr(conn)
             await self._stop(conn)
-            raise SourceUnavailable(
-                self._failed(
-                    conn,
-                    describe_connect_failure(
-                        exc, http_status=conn.http_status, redact=self._redact
-                    ),
-                )
-            ) from None
-        if conn.ended.is_set():
-            # Died between discovery and now: never publish a dead connection.
-            await self._stop(conn)
-            raise SourceUnavailable(
-                self._failed(conn, "the connection was lost right after discovery")
+            reason = describe_connect_failure(
+                exc, http_status=conn.http_status, redact=self._redact
             )
-        self._conn = conn
-        self._set(HealthStatus.OK, self._ok_text(conn))
-        return conn
+            raise SourceUnavailable(self._failed(conn, reason)) from None
 
     def _resolve_secrets(self) -> dict[str, str]:
         if isinstance(self._config, McpStdioSource):
@@ -388,14 +400,11 @@ class McpToolProvider:
         conn.ended.set()
         task = conn.task
         if task is not None and not task.done():
-            try:
-                # The SDK's own shutdown closes stdin, then escalates to SIGTERM and SIGKILL
-                # with bounded waits; cancelling only interrupts a handshake still pending.
-                if not conn.serving:
-                    task.cancel()
-                await task
-            except BaseException:
-                pass
+            # The SDK's own shutdown closes stdin, then escalates to SIGTERM and SIGKILL
+            # with bounded waits; cancelling only interrupts a handshake still pending.
+            if not conn.serving:
+                task.cancel()
+            await asyncio.wait({task})
 
     def _failed(self, conn: _Connection, reason: str) -> str:
         text = self._unavailable(conn, reason)

@@ -214,3 +214,17 @@ async def test_server_that_never_lists_its_tools_times_out() -> None:
             await mcp.start(Changes())
         assert "within 2s" in str(caught.value)
     assert not _children_running("hang-list")
+
+
+async def test_aclose_during_a_pending_start_leaves_no_process() -> None:
+    import asyncio
+
+    async with provider(stdio_source("slowpoke", "--fault", "hang", timeout_ms=60_000)) as mcp:
+        starting = asyncio.ensure_future(mcp.start(Changes()))
+        await eventually(lambda: _children_running("hang"), "the server process was spawned")
+        await mcp.aclose()
+        with pytest.raises(SourceUnavailable) as caught:
+            await starting
+        assert "closed while connecting" in str(caught.value)
+    assert not _children_running("--fault")
+    assert mcp.health().status == HealthStatus.CLOSED
