@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import difflib
+import functools
 import heapq
 import importlib
 import itertools
@@ -119,6 +120,7 @@ _ABBREVIATIONS: dict[str, tuple[str, ...]] = {
 }
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def stem(token: str) -> str:
     """Light suffix folding so ``repositories``/``repository`` and ``creating``/``create`` meet."""
     if len(token) <= 3 or not token.isalpha():
