@@ -55,7 +55,8 @@ _FIELDS: dict[str, tuple[float, float]] = {
     "description": (1.0, 0.75),
     "properties": (0.5, 0.5),
 }
-"""``lead`` is the description's first sentence, usually the summary: its words count twice."""
+"""``lead`` is the tool's title and the description's first sentence (usually the summary):
+their words count twice."""
 _COVERAGE_BONUS = 1.0
 """Added per query term a tool matches, so tools matching more of the need rank higher."""
 _NAME_BONUS = 5.0
@@ -312,6 +313,15 @@ def _property_names(schema: Mapping[str, Any]) -> Iterable[str]:
             yield from sub["properties"]
 
 
+def _lead(tool: ToolDefinition) -> str:
+    """The description's first sentence, after the tool's title when that says more."""
+    lead = _LEAD.split(tool.description, 1)[0]
+    title = tool.annotations.get("title")
+    if isinstance(title, str) and title.strip() and not tool.description.startswith(title.strip()):
+        return f"{title.strip()}. {lead}"
+    return lead
+
+
 def _build(available: Iterable[ToolDefinition]) -> _Index:
     tools = tuple(sorted(available, key=lambda t: t.address))
     count = len(tools)
@@ -322,7 +332,7 @@ def _build(available: Iterable[ToolDefinition]) -> _Index:
         if tool.source not in source_terms:
             source_terms[tool.source] = tokenize(tool.source)
         field_terms["source"].append(source_terms[tool.source])
-        field_terms["lead"].append(tokenize(_LEAD.split(tool.description, 1)[0]))
+        field_terms["lead"].append(tokenize(_lead(tool)))
         field_terms["description"].append(tokenize(tool.description))
         field_terms["properties"].append(
             [t for p in _property_names(tool.input_schema) for t in tokenize(p)]

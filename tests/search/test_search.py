@@ -215,3 +215,21 @@ def test_digits_acronyms_and_non_ascii_words() -> None:
     assert _addresses(search_catalog(catalog, "xml http"))[0] == (
         "tools.billing.parseXMLHttpResponse"
     )
+
+
+def test_title_annotation_is_searched() -> None:
+    catalog = Catalog.build(
+        {
+            "gh": Discovery(
+                tools=(
+                    ToolSpec(
+                        name="get_me",
+                        description="Returns details of the caller.",
+                        annotations={"title": "Get my user profile"},
+                    ),
+                    ToolSpec(name="get_team", description="Returns a team."),
+                )
+            )
+        }
+    )
+    assert _addresses(search_catalog(catalog, "user profile"))[0] == "tools.gh.get_me"
