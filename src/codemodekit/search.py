@@ -61,6 +61,8 @@ _COVERAGE_BONUS = 1.0
 """Added per query term a tool matches, so tools matching more of the need rank higher."""
 _NAME_BONUS = 5.0
 """Times the share of the tool name's words the query covers."""
+_DEPRECATED_FACTOR = 0.85
+"""Deprecated tools stay findable but rank below an otherwise equal current one."""
 _SYNONYM_WEIGHT = 0.6
 _PREFIX_WEIGHT = 0.5
 
@@ -367,6 +369,8 @@ def _build(available: Iterable[ToolDefinition]) -> _Index:
             value = idf * per_doc[d] / (_K1 + per_doc[d]) + _COVERAGE_BONUS
             if term in name_sets[d]:
                 value += _NAME_BONUS / len(name_sets[d])
+            if tools[d].deprecated:
+                value *= _DEPRECATED_FACTOR
             values.append(value)
         postings[term] = (array("I", docs), array("d", values))
     exact: dict[str, list[int]] = {}

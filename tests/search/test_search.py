@@ -233,3 +233,14 @@ def test_title_annotation_is_searched() -> None:
         }
     )
     assert _addresses(search_catalog(catalog, "user profile"))[0] == "tools.gh.get_me"
+
+
+def test_deprecated_tools_rank_below_equal_current_ones() -> None:
+    old = ToolDefinition("a", "list_items", "List the items.", _schema(), deprecated=True)
+    new = ToolDefinition("b", "list_items", "List the items.", _schema())
+    catalog = Catalog(
+        [SourceContribution("a", (old,), {}, ()), SourceContribution("b", (new,), {}, ())]
+    )
+    response = search_catalog(catalog, "list items")
+    assert _addresses(response) == ["tools.b.list_items", "tools.a.list_items"]
+    assert response.hits[1].deprecated and response.to_json()["tools"][1]["deprecated"] is True
