@@ -555,3 +555,27 @@ def test_token_with_stdio_is_a_usage_error(config: Path) -> None:
         env=_env(CM_TEST_TOKEN=TOKEN),
     )
     assert result.returncode == 2 and "--transport http" in result.stderr
+
+
+def test_stdin_eof_ends_stdio_serving_cleanly(child_config: Path) -> None:
+    process = subprocess.Popen(
+        _serve_command(child_config),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=child_config.parent,
+    )
+    try:
+        assert process.stdin is not None and process.stderr is not None
+        while "over stdio" not in process.stderr.readline():
+            pass
+        pid = int((child_config.parent / "child.pid").read_text())
+        process.stdin.close()
+        code = process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert code == 0
+    assert _wait_gone(pid), "the child MCP server outlived codemode serve"
