@@ -40,17 +40,15 @@ from codemodekit.providers.base import (
     DiscoveryListener,
     HealthStatus,
     JsonObject,
-    SkippedTool,
     SourceHealth,
     ToolOutput,
-    ToolSpec,
 )
 from codemodekit.providers.mcp_content import (
     error_text,
+    list_all_tools,
     progress_text,
     sanitize,
     tool_output,
-    tool_spec,
 )
 from codemodekit.providers.mcp_failures import describe_connect_failure, is_http_refusal
 from codemodekit.providers.mcp_transport import StderrTail, describe_target, open_transport
@@ -61,8 +59,6 @@ __all__ = ["McpToolProvider", "ReconnectPolicy"]
 logger = logging.getLogger("codemodekit.providers.mcp")
 
 DEFAULT_CONNECT_TIMEOUT_S = 30.0
-MAX_LIST_PAGES = 100
-"""A server whose ``tools/list`` pagination does not end within this many pages is broken."""
 _STDERR_SETTLE_S = 0.5
 """How long to wait for a dead child's last stderr before describing its death."""
 
@@ -427,32 +423,9 @@ class McpToolProvider:
         server = client.server_info
         if server is not None:
             provenance["server"] = {"name": server.name, "version": server.version}
-        tools: list[ToolSpec] = []
-        skipped: list[SkippedTool] = []
-        seen: set[str] = set()
-        cursors: set[str] = set()
-        cursor: str | None = None
-        for _ in range(MAX_LIST_PAGES):
-            page = await client.list_tools(cursor=cursor)
-            for tool in page.tools:
-                if tool.name in seen:
-                    skipped.append(
-                        SkippedTool(
-                            tool.name, "listed twice by the server; the first definition is kept"
-                        )
-                    )
-                    continue
-                seen.add(tool.name)
-                tools.append(
-                    tool_spec(tool, protocol_version=protocol_version, provenance=provenance)
-                )
-            cursor = page.next_cursor
-            if cursor is None:
-                return Discovery(tools=tuple(tools), skipped=tuple(skipped))
-            if cursor in cursors:
-                raise SourceUnavailable("tools/list pagination repeated a cursor")
-            cursors.add(cursor)
-        raise SourceUnavailable(f"tools/list pagination did not end within {MAX_LIST_PAGES} pages")
+        return await list_all_tools(
+            client, protocol_version=protocol_version, provenance=provenance
+        )
 
     async def _listen(self, conn: _Connection, client: Client) -> None:
         """2026-07-28 delivers list changes on a ``subscriptions/listen`` stream."""

@@ -1,6 +1,7 @@
 """Mapping between MCP wire objects and the provider contract (``ToolSpec``, ``ToolOutput``).
 
-Pure functions: no I/O, no session. ``providers/mcp.py`` calls them.
+Pure functions, plus the paginated ``tools/list`` walk that feeds them. ``providers/mcp.py``
+calls them.
 """
 
 from __future__ import annotations
@@ -11,8 +12,17 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import mcp_types as types
+from mcp import Client
 
-from codemodekit.providers.base import JsonObject, ResultTooLarge, ToolOutput, ToolSpec
+from codemodekit.errors import SourceUnavailable
+from codemodekit.providers.base import (
+    Discovery,
+    JsonObject,
+    ResultTooLarge,
+    SkippedTool,
+    ToolOutput,
+    ToolSpec,
+)
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
@@ -21,6 +31,8 @@ DRAFT_07 = "http://json-schema.org/draft-07/schema#"
 # revisions never said, and their servers overwhelmingly emit draft-07.
 _DIALECT_2020_12_SINCE = "2025-11-25"
 
+MAX_LIST_PAGES = 100
+"""A server whose ``tools/list`` pagination does not end within this many pages is broken."""
 MAX_ERROR_CHARS = 2_000
 MAX_PROGRESS_CHARS = 200
 
@@ -56,6 +68,33 @@ def tool_spec(
         provenance=tool_provenance,
         default_dialect=default_dialect(protocol_version),
     )
+
+
+async def list_all_tools(
+    client: Client, *, protocol_version: str, provenance: Mapping[str, Any]
+) -> Discovery:
+    """Every page of ``tools/list``; a name listed twice keeps its first definition."""
+    tools: list[ToolSpec] = []
+    skipped: list[SkippedTool] = []
+    seen: set[str] = set()
+    cursors: set[str] = set()
+    cursor: str | None = None
+    for _ in range(MAX_LIST_PAGES):
+        page = await client.list_tools(cursor=cursor)
+        for tool in page.tools:
+            if tool.name in seen:
+                reason = "listed twice by the server; the first definition is kept"
+                skipped.append(SkippedTool(tool.name, reason))
+                continue
+            seen.add(tool.name)
+            tools.append(tool_spec(tool, protocol_version=protocol_version, provenance=provenance))
+        cursor = page.next_cursor
+        if cursor is None:
+            return Discovery(tools=tuple(tools), skipped=tuple(skipped))
+        if cursor in cursors:
+            raise SourceUnavailable("tools/list pagination repeated a cursor")
+        cursors.add(cursor)
+    raise SourceUnavailable(f"tools/list pagination did not end within {MAX_LIST_PAGES} pages")
 
 
 def _block(block: Any) -> JsonObject:
