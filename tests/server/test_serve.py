@@ -568,8 +568,11 @@ def test_stdin_eof_ends_stdio_serving_cleanly(child_config: Path) -> None:
     )
     try:
         assert process.stdin is not None and process.stderr is not None
-        while "over stdio" not in process.stderr.readline():
-            pass
+        for line in process.stderr:
+            if "over stdio" in line:
+                break
+        else:
+            raise AssertionError("codemode serve exited before serving")
         pid = int((child_config.parent / "child.pid").read_text())
         process.stdin.close()
         code = process.wait(timeout=30)
