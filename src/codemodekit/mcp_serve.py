@@ -15,6 +15,7 @@ import hmac
 import io
 import ipaddress
 import os
+import socket
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -198,6 +199,24 @@ class _Uvicorn(uvicorn.Server):
         yield
 
 
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket; bind failures raise ``OSError`` naming the address."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise OSError(f"cannot resolve {host!r}: {exc.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
 async def serve_http(
     server: Server[Any],
     *,
@@ -209,23 +228,25 @@ async def serve_http(
 ) -> None:
     """Serve Streamable HTTP at ``http://host:port{path}`` until cancelled.
 
-    A non-loopback ``host`` requires ``auth_token`` (``ValueError`` otherwise).
-    ``on_ready(url)`` is called once the socket listens (``port=0`` picks a free port).
+    A non-loopback ``host`` requires ``auth_token`` (``ValueError`` otherwise); an address
+    that cannot be bound raises ``OSError``. ``on_ready(url)`` is called once the socket
+    listens (``port=0`` picks a free port).
     """
     if not is_loopback(host) and not auth_token:
         raise ValueError(f"binding {host} (not loopback) requires a bearer token")
     app = http_app(server, host=host, auth_token=auth_token, path=path)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    sock = _listen(host, port)
+    bound = sock.getsockname()[1]
+    config = uvicorn.Config(app, host=host, port=bound, log_level="warning", lifespan="on")
     web = _Uvicorn(config)
-    serving = asyncio.ensure_future(web.serve())
+    serving = asyncio.ensure_future(_run_uvicorn(web, sock))
     try:
         while not web.started:
             if serving.done():
-                await serving  # startup failed (port in use...): raise its error
-                raise OSError(f"could not listen on {host}:{port}")
+                await serving
+                raise OSError(f"the HTTP server on {host}:{bound} did not start")
             await asyncio.sleep(0.02)
         if on_ready is not None:
-            bound = web.servers[0].sockets[0].getsockname()[1] if web.servers else port
             shown = f"[{host}]" if ":" in host else host
             on_ready(f"http://{shown}:{bound}{path}")
         await asyncio.shield(serving)
@@ -234,6 +255,15 @@ async def serve_http(
         with contextlib.suppress(Exception):
             await asyncio.wait_for(serving, timeout=10)
         raise
+    finally:
+        sock.close()
+
+
+async def _run_uvicorn(web: uvicorn.Server, sock: socket.socket) -> None:
+    try:
+        await web.serve(sockets=[sock])
+    except SystemExit as exc:  # uvicorn exits the process on startup failures
+        raise OSError(f"the HTTP server did not start (uvicorn exit {exc.code})") from None
 
 
 __all__ = [

@@ -582,3 +582,16 @@ def test_stdin_eof_ends_stdio_serving_cleanly(child_config: Path) -> None:
             process.wait()
     assert code == 0
     assert _wait_gone(pid), "the child MCP server outlived codemode serve"
+
+
+def test_port_in_use_is_a_clear_error(config: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = _run_cli("serve", "-c", str(config), "--transport", "http", "--port", str(port))
+    assert result.returncode == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert "Traceback" not in result.stderr
