@@ -7,6 +7,8 @@ async with CodeMode.from_spec(load_spec("codemode.toml")) as cm:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
 from codemodekit.catalog import Catalog, ToolDefinition
@@ -33,8 +35,22 @@ from codemodekit.providers.local import define_tool, local
 from codemodekit.run import CodeMode, ProgressEvent, RunResult
 from codemodekit.sandbox.base import CodeSandbox, LogEntry
 from codemodekit.sandbox.quickjs import QuickJsSandbox
+from codemodekit.search import SearchResponse, search_catalog
 from codemodekit.spec import SpecError, load_spec
 from codemodekit.spec.model import Spec
+
+if TYPE_CHECKING:
+    from codemodekit.mcp_server import register_code_mode_tools
+
+
+def __getattr__(name: str) -> Any:
+    # The MCP server adapter pulls in the whole MCP SDK (~0.3 s); load it on first use.
+    if name == "register_code_mode_tools":
+        from codemodekit.mcp_server import register_code_mode_tools
+
+        return register_code_mode_tools
+    raise AttributeError(f"module 'codemodekit' has no attribute {name!r}")
+
 
 __all__ = [
     "Catalog",
@@ -51,6 +67,7 @@ __all__ = [
     "ProgressEvent",
     "QuickJsSandbox",
     "RunResult",
+    "SearchResponse",
     "SecretUnavailable",
     "SourceHealth",
     "SourceUnavailable",
@@ -66,5 +83,7 @@ __all__ = [
     "deny_all_tool_calls",
     "load_spec",
     "local",
+    "register_code_mode_tools",
     "rules_policy",
+    "search_catalog",
 ]
