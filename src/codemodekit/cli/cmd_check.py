@@ -11,10 +11,10 @@ import argparse
 import asyncio
 import logging
 import sys
-from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
+from codemodekit.cli.common import add_config_argument, config_path
 from codemodekit.errors import CodeModeError
 from codemodekit.limits import Limits
 from codemodekit.providers.base import HealthStatus, SourceHealth
@@ -28,8 +28,6 @@ from codemodekit.spec.model import (
     SourceSpec,
     Spec,
 )
-
-DEFAULT_CONFIG = "codemode.toml"
 
 
 def register(sub: Any) -> None:
@@ -46,13 +44,7 @@ def register(sub: Any) -> None:
             "unavailable source); 2 usage error (no spec file)"
         ),
     )
-    parser.add_argument(
-        "-c",
-        "--config",
-        default=DEFAULT_CONFIG,
-        metavar="PATH",
-        help="the spec file (default: ./codemode.toml)",
-    )
+    add_config_argument(parser)
     parser.add_argument(
         "--offline",
         "--spec-only",
@@ -65,10 +57,7 @@ def register(sub: Any) -> None:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    config = Path(args.config)
-    if config.is_dir():  # `codemode check -c some/folder` means the spec inside it
-        config = config / DEFAULT_CONFIG
-        args.config = str(config)
+    config = config_path(args)
     if not config.exists():
         print(
             f"codemode check: {args.config} not found; create one with `codemode init` "

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from codemodekit.catalog import Catalog
+from codemodekit.cli.common import add_config_argument, config_path
 from codemodekit.codegen import (
     LOCK_FILE,
     METADATA_FILE,
@@ -43,13 +44,7 @@ def register(sub: Any) -> None:
         help="write tools.d.ts, per-source declarations, catalog.json (and a skills plugin)",
         description=__doc__.split("\n\n", 2)[2].replace("``", "`") if __doc__ else None,
     )
-    parser.add_argument(
-        "-c",
-        "--config",
-        default="codemode.toml",
-        metavar="PATH",
-        help="the spec file (default: %(default)s)",
-    )
+    add_config_argument(parser)
     parser.add_argument(
         "--out",
         type=Path,
@@ -91,7 +86,7 @@ async def _catalog(spec: Spec) -> tuple[Catalog, list[str]]:
 
 
 def _plans(args: argparse.Namespace, spec: Spec, catalog: Catalog) -> list[WritePlan]:
-    config = Path(args.config)
+    config = config_path(args)
     out = args.out if args.out is not None else config.parent / DEFAULT_OUT
     recover = not args.check
     plans = [
@@ -115,7 +110,7 @@ def _run(args: argparse.Namespace) -> int:
     from codemodekit.spec import load_spec
 
     try:
-        spec = load_spec(args.config)
+        spec = load_spec(config_path(args))
     except CodeModeError as exc:
         print(str(exc), file=sys.stderr)
         return 2

@@ -28,14 +28,23 @@ def add_config_argument(parser: Any) -> None:
         "--config",
         default=DEFAULT_CONFIG,
         metavar="PATH",
-        help="the codemode.toml to use (default: ./codemode.toml)",
+        help="the codemode.toml to use, or its folder (default: ./codemode.toml)",
     )
+
+
+def config_path(args: argparse.Namespace) -> Path:
+    """``-c PATH``; a folder means the ``codemode.toml`` inside it."""
+    path = Path(args.config)
+    if path.is_dir():
+        path = path / DEFAULT_CONFIG
+        args.config = str(path)
+    return path
 
 
 def load_config(args: argparse.Namespace) -> Spec:
     from codemodekit.spec import load_spec
 
-    path = Path(args.config)
+    path = config_path(args)
     if not path.exists():
         raise CliExit(
             2,
