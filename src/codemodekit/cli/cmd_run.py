@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from codemodekit.cli.common import CliExit, add_config_argument, load_config
+from codemodekit.cli.common import CliExit, add_config_argument, load_config, warn_unhealthy
 from codemodekit.render import render_diagnostic
 from codemodekit.run import CodeMode, RunResult
 from codemodekit.sandbox.quickjs import QuickJsSandbox
@@ -53,12 +53,7 @@ async def _execute(spec: Any, code: str) -> RunResult:
     # One run owns the event loop here, so slices run inline (no thread hand-off).
     sandbox = QuickJsSandbox(offload="inline", prewarm=0)
     async with CodeMode.from_spec(spec, sandbox=sandbox) as cm:
-        for health in cm.health:
-            if health.status not in ("ok",):
-                print(
-                    f"warning: source {health.source!r} is {health.status}: {health.message}",
-                    file=sys.stderr,
-                )
+        warn_unhealthy(cm.health)
         return await cm.run(code)
 
 

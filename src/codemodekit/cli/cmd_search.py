@@ -9,7 +9,7 @@ import json
 import sys
 from typing import Any
 
-from codemodekit.cli.common import CliExit, add_config_argument, load_config
+from codemodekit.cli.common import CliExit, add_config_argument, load_config, warn_unhealthy
 from codemodekit.run import CodeMode
 from codemodekit.search import DEFAULT_LIMIT, MAX_LIMIT, SearchError, SearchResponse
 
@@ -63,12 +63,7 @@ def _run(args: argparse.Namespace) -> int:
 
 async def _search(spec: Any, args: argparse.Namespace) -> SearchResponse:
     async with CodeMode.from_spec(spec) as cm:
-        for health in cm.health:
-            if health.status != "ok":
-                print(
-                    f"warning: source {health.source!r} is {health.status}: {health.message}",
-                    file=sys.stderr,
-                )
+        warn_unhealthy(cm.health)
         result: SearchResponse = cm.search(
             args.query, source=args.source, detail=args.detail, limit=args.limit
         )

@@ -11,7 +11,7 @@ import signal
 import sys
 from typing import Any
 
-from codemodekit.cli.common import CliExit, add_config_argument, load_config
+from codemodekit.cli.common import CliExit, add_config_argument, load_config, warn_unhealthy
 from codemodekit.mcp_serve import (
     StdioWire,
     create_server,
@@ -138,12 +138,7 @@ async def _serve_spec(
 ) -> None:
     # Leaving this block closes every source and child process, on any exit path.
     async with CodeMode.from_spec(spec) as cm:
-        for health in cm.health:
-            if health.status != "ok":
-                print(
-                    f"warning: source {health.source!r} is {health.status}: {health.message}",
-                    file=sys.stderr,
-                )
+        warn_unhealthy(cm.health)
         server = create_server(cm, search=not args.no_search)
         if not args.no_search:
             index_for(cm.catalog)  # build the search index now, not on the first query

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from codemodekit.errors import CodeModeError
+from codemodekit.providers.base import HealthStatus, SourceHealth
 from codemodekit.spec.model import Spec
 
 DEFAULT_CONFIG = "codemode.toml"
@@ -57,6 +59,8 @@ def load_config(args: argparse.Namespace) -> Spec:
         raise CliExit(2, str(exc)) from None
 
 
-def fail(code: int, message: str) -> int:
-    print(message, file=sys.stderr)
-    return code
+def warn_unhealthy(health: Iterable[SourceHealth]) -> None:
+    """One stderr line per source that is not fully up (the run goes on without it)."""
+    for h in health:
+        if h.status != HealthStatus.OK:
+            print(f"warning: source {h.source!r} is {h.status}: {h.message}", file=sys.stderr)
