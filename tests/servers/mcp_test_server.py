@@ -203,20 +203,33 @@ def build(args: argparse.Namespace) -> TestServer:
     return server
 
 
-class _AnnouncedVersion:
-    """Write stream that rewrites the ``initialize`` answer's protocol version."""
+MALFORMED_TOOLS = [
+    # Malformed for the protocol itself, not only as JSON Schema: the SDK server would refuse
+    # to send them, so they are added to the answer on its way out.
+    {"name": "wrong_root", "inputSchema": {"type": "array", "items": {}}},
+    {"name": "bad_props", "inputSchema": {"type": "object", "properties": {"x": 5}}},
+    {"description": "no name at all", "inputSchema": {"type": "object"}},
+]
 
-    def __init__(self, inner: Any, version: str) -> None:
+
+class _Rewriter:
+    """Write stream that edits answers on their way to the client."""
+
+    def __init__(self, inner: Any, announce: str, malformed: bool) -> None:
         self._inner = inner
-        self._version = version
+        self._announce = announce
+        self._malformed = malformed
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
     async def send(self, item: Any) -> None:
         message = getattr(item, "message", None)
-        if isinstance(message, types.JSONRPCResponse) and "protocolVersion" in message.result:
-            message.result["protocolVersion"] = self._version
+        if isinstance(message, types.JSONRPCResponse):
+            if self._announce and "protocolVersion" in message.result:
+                message.result["protocolVersion"] = self._announce
+            if self._malformed and isinstance(message.result.get("tools"), list):
+                message.result["tools"] = [*message.result["tools"], *MALFORMED_TOOLS]
         await self._inner.send(item)
 
     async def __aenter__(self) -> Any:
@@ -227,10 +240,16 @@ class _AnnouncedVersion:
         return await self._inner.__aexit__(*exc)
 
 
-async def run_legacy_stdio(server: MCPServer, announce: str = "") -> None:
-    """Serve stdio as a 2025-era server: ``server/discover`` is answered "method not found"
-    before the SDK sees it, so a client in auto mode falls back to ``initialize``. With
-    ``announce``, the ``initialize`` answer names that protocol version instead."""
+async def run_stdio(
+    server: MCPServer, *, legacy: bool, announce: str = "", malformed: bool = False
+) -> None:
+    """Serve stdio through the SDK's own loop, with optional edits:
+
+    - ``legacy``: a 2025-era server; ``server/discover`` is answered "method not found"
+      before the SDK sees it, so a client in auto mode falls back to ``initialize``;
+    - ``announce``: the ``initialize`` answer names that protocol version instead;
+    - ``malformed``: every ``tools/list`` answer also carries ``MALFORMED_TOOLS``.
+    """
     import anyio
     from mcp.server.lowlevel.server import NotificationOptions
     from mcp.server.stdio import stdio_server
@@ -238,9 +257,7 @@ async def run_legacy_stdio(server: MCPServer, announce: str = "") -> None:
 
     lowlevel = server._lowlevel_server
     async with stdio_server() as (read_stream, raw_write_stream):
-        write_stream = (
-            _AnnouncedVersion(raw_write_stream, announce) if announce else raw_write_stream
-        )
+        write_stream = _Rewriter(raw_write_stream, announce, malformed)
         send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](16)
 
         async def filter_discover() -> None:
@@ -248,7 +265,8 @@ async def run_legacy_stdio(server: MCPServer, announce: str = "") -> None:
                 async for item in read_stream:
                     message = getattr(item, "message", None)
                     if (
-                        isinstance(message, types.JSONRPCRequest)
+                        legacy
+                        and isinstance(message, types.JSONRPCRequest)
                         and message.method == "server/discover"
                     ):
                         error = types.JSONRPCError(
@@ -339,6 +357,7 @@ def main() -> None:
             "endless-pages",
             "duplicate",
             "hang-list",
+            "malformed-tools",
         ],
         default="none",
     )
@@ -375,9 +394,13 @@ def main() -> None:
         sys.stdout.flush()
 
     server: MCPServer = build(args) if args.profile == "full" else build_conformance()
-    if args.transport == "stdio" and args.legacy:
-        assert isinstance(server, TestServer)
-        asyncio.run(run_legacy_stdio(server, args.announce_version))
+    malformed = args.fault == "malformed-tools"
+    if args.transport == "stdio" and (args.legacy or malformed):
+        asyncio.run(
+            run_stdio(
+                server, legacy=args.legacy, announce=args.announce_version, malformed=malformed
+            )
+        )
     elif args.transport == "stdio":
         server.run("stdio")
     elif args.transport == "http" and args.require_header:

@@ -51,7 +51,12 @@ from codemodekit.providers.mcp_content import (
     tool_output,
 )
 from codemodekit.providers.mcp_failures import describe_connect_failure, is_http_refusal
-from codemodekit.providers.mcp_transport import StderrTail, describe_target, open_transport
+from codemodekit.providers.mcp_transport import (
+    ListingTap,
+    StderrTail,
+    describe_target,
+    open_transport,
+)
 from codemodekit.spec.model import McpHttpSource, McpStdioSource, resolve_all
 
 __all__ = ["McpToolProvider", "ReconnectPolicy"]
@@ -97,6 +102,7 @@ class _Connection:
     lost_handled: bool = False
     http_status: int | None = None
     """The last HTTP error status the server answered with, if any."""
+    tap: ListingTap = field(default_factory=ListingTap)
 
 
 class McpToolProvider:
@@ -335,6 +341,7 @@ class McpToolProvider:
             tail=conn.tail,
             on_status=on_status,
             max_result_bytes=self._limits.tool_result_bytes,
+            tap=conn.tap,
         )
 
         async def on_message(message: Any) -> None:
@@ -359,7 +366,7 @@ class McpToolProvider:
             async with client:
                 conn.client = client
                 conn.protocol_version = client.protocol_version
-                conn.discovery = await self._list(client, conn.protocol_version)
+                conn.discovery = await self._list(client, conn.protocol_version, conn.tap)
                 conn.serving = True
                 ready.set_result(None)
                 async with anyio.create_task_group() as tg:
@@ -412,7 +419,7 @@ class McpToolProvider:
         if conn.tail is not None:
             conn.tail.close()
 
-    async def _list(self, client: Client, protocol_version: str) -> Discovery:
+    async def _list(self, client: Client, protocol_version: str, tap: ListingTap) -> Discovery:
         provenance: dict[str, Any] = {
             "kind": "mcp",
             "source": self.name,
@@ -424,7 +431,7 @@ class McpToolProvider:
         if server is not None:
             provenance["server"] = {"name": server.name, "version": server.version}
         return await list_all_tools(
-            client, protocol_version=protocol_version, provenance=provenance
+            client, protocol_version=protocol_version, provenance=provenance, tap=tap
         )
 
     async def _listen(self, conn: _Connection, client: Client) -> None:
@@ -460,7 +467,7 @@ class McpToolProvider:
                 if client is None or conn is not self._conn or conn.ended.is_set():
                     return
                 try:
-                    discovery = await self._list(client, conn.protocol_version)
+                    discovery = await self._list(client, conn.protocol_version, conn.tap)
                 except Exception as exc:
                     logger.warning(
                         "MCP source %s: re-listing tools failed (%s)", self.name, type(exc).__name__

@@ -13,6 +13,7 @@ from typing import Any
 
 import mcp_types as types
 from mcp import Client
+from pydantic import ValidationError
 
 from codemodekit.errors import SourceUnavailable
 from codemodekit.providers.base import (
@@ -23,6 +24,7 @@ from codemodekit.providers.base import (
     ToolOutput,
     ToolSpec,
 )
+from codemodekit.providers.mcp_transport import ListingTap
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
@@ -71,30 +73,64 @@ def tool_spec(
 
 
 async def list_all_tools(
-    client: Client, *, protocol_version: str, provenance: Mapping[str, Any]
+    client: Client,
+    *,
+    protocol_version: str,
+    provenance: Mapping[str, Any],
+    tap: ListingTap | None = None,
 ) -> Discovery:
-    """Every page of ``tools/list``; a name listed twice keeps its first definition."""
+    """Every page of ``tools/list``; a name listed twice keeps its first definition.
+
+    When the SDK rejects a page because one tool is malformed for the negotiated protocol,
+    the raw page from ``tap`` is read tool by tool instead: the others stay usable.
+    """
     tools: list[ToolSpec] = []
     skipped: list[SkippedTool] = []
     seen: set[str] = set()
     cursors: set[str] = set()
     cursor: str | None = None
     for _ in range(MAX_LIST_PAGES):
-        page = await client.list_tools(cursor=cursor)
-        for tool in page.tools:
+        try:
+            page = await client.list_tools(cursor=cursor)
+            page_tools, next_cursor = list(page.tools), page.next_cursor
+        except ValidationError:
+            raw = tap.last_result if tap is not None else None
+            if raw is None:
+                raise
+            page_tools, next_cursor = _lenient_page(raw, skipped)
+        for tool in page_tools:
             if tool.name in seen:
                 reason = "listed twice by the server; the first definition is kept"
                 skipped.append(SkippedTool(tool.name, reason))
                 continue
             seen.add(tool.name)
             tools.append(tool_spec(tool, protocol_version=protocol_version, provenance=provenance))
-        cursor = page.next_cursor
+        cursor = next_cursor
         if cursor is None:
             return Discovery(tools=tuple(tools), skipped=tuple(skipped))
         if cursor in cursors:
             raise SourceUnavailable("tools/list pagination repeated a cursor")
         cursors.add(cursor)
     raise SourceUnavailable(f"tools/list pagination did not end within {MAX_LIST_PAGES} pages")
+
+
+def _lenient_page(
+    raw: Mapping[str, Any], skipped: list[SkippedTool]
+) -> tuple[list[types.Tool], str | None]:
+    """Parse one raw ``tools/list`` page tool by tool; unusable entries go to ``skipped``."""
+    tools: list[types.Tool] = []
+    entries = raw.get("tools")
+    for index, entry in enumerate(entries if isinstance(entries, list) else []):
+        try:
+            tools.append(types.Tool.model_validate(entry))
+        except ValidationError as exc:
+            name = entry.get("name") if isinstance(entry, dict) else None
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "tool"
+            reason = sanitize(f"invalid tool definition at {where}: {first['msg']}", 300)
+            skipped.append(SkippedTool(name if isinstance(name, str) else f"#{index}", reason))
+    cursor = raw.get("nextCursor")
+    return tools, cursor if isinstance(cursor, str) else None
 
 
 def _block(block: Any) -> JsonObject:

@@ -22,7 +22,8 @@ from typing import Any, TextIO
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
-from mcp.client._transport import ReadStream, Transport, TransportStreams
+import mcp_types as types
+from mcp.client._transport import ReadStream, Transport, TransportStreams, WriteStream
 from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -113,12 +114,65 @@ class StderrTail:
                 os.close(self._read_fd)
 
 
+class ListingTap:
+    """Keeps the raw body of the latest ``tools/list`` answer.
+
+    The SDK validates a whole listing against the negotiated protocol's schema, so one tool
+    with a malformed definition fails every tool of the page. With the raw body the provider
+    can keep the well-formed tools and set the broken one aside on its own.
+    """
+
+    def __init__(self) -> None:
+        self._ids: set[Any] = set()
+        self.last_result: dict[str, Any] | None = None
+
+    def sent(self, item: Any) -> None:
+        message = getattr(item, "message", None)
+        if isinstance(message, types.JSONRPCRequest) and message.method == "tools/list":
+            self._ids.add(message.id)
+
+    def received(self, item: Any) -> None:
+        message = getattr(item, "message", None)
+        if isinstance(message, types.JSONRPCResponse) and message.id in self._ids:
+            self._ids.discard(message.id)
+            self.last_result = message.result
+
+
+class _TappedWriteStream:
+    def __init__(self, inner: WriteStream[Any], tap: ListingTap) -> None:
+        self._inner = inner
+        self._tap = tap
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def send(self, item: Any) -> None:
+        self._tap.sent(item)
+        await self._inner.send(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _TappedWriteStream:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> bool | None:
+        return await self._inner.__aexit__(exc_type, exc_val, exc_tb)
+
+
 class _WatchedReadStream:
     """A read stream that reports when the server's side ends."""
 
-    def __init__(self, inner: ReadStream[Any], on_end: Callable[[], None]) -> None:
+    def __init__(self, inner: ReadStream[Any], on_end: Callable[[], None], tap: ListingTap) -> None:
         self._inner = inner
         self._on_end = on_end
+        self._tap = tap
 
     def __getattr__(self, name: str) -> Any:
         # ``last_context`` and anything else the dispatcher duck-types for.
@@ -126,11 +180,13 @@ class _WatchedReadStream:
 
     async def receive(self) -> Any:
         try:
-            return await self._inner.receive()
+            item = await self._inner.receive()
         except BaseException as exc:
             if not isinstance(exc, asyncio.CancelledError) and not _is_cancel(exc):
                 self._on_end()
             raise
+        self._tap.received(item)
+        return item
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -140,7 +196,9 @@ class _WatchedReadStream:
 
     async def __anext__(self) -> Any:
         try:
-            return await self._inner.__anext__()
+            item = await self._inner.__anext__()
+            self._tap.received(item)
+            return item
         except StopAsyncIteration:
             self._on_end()
             raise
@@ -169,9 +227,11 @@ def _is_cancel(exc: BaseException) -> bool:
 
 
 @asynccontextmanager
-async def _watched(inner: Transport, on_end: Callable[[], None]) -> AsyncIterator[TransportStreams]:
+async def _watched(
+    inner: Transport, on_end: Callable[[], None], tap: ListingTap
+) -> AsyncIterator[TransportStreams]:
     async with inner as (read_stream, write_stream):
-        yield _WatchedReadStream(read_stream, on_end), write_stream
+        yield _WatchedReadStream(read_stream, on_end, tap), _TappedWriteStream(write_stream, tap)
 
 
 @asynccontextmanager
@@ -238,6 +298,7 @@ def open_transport(
     tail: StderrTail | None,
     on_status: Callable[[int], None] = lambda _status: None,
     max_result_bytes: int = 2 * 1024 * 1024,
+    tap: ListingTap | None = None,
 ) -> Transport:
     """The SDK transport for ``config``; ``secrets`` are the resolved env or headers."""
     if isinstance(config, McpStdioSource):
@@ -248,7 +309,7 @@ def open_transport(
         # and structuredContent), so leave room for that before the provider's own check.
         max_event_bytes = 2 * max_result_bytes + 64 * 1024
         inner = _http(config, secrets, on_status, max_event_bytes)
-    return _watched(inner, on_end)
+    return _watched(inner, on_end, tap if tap is not None else ListingTap())
 
 
 def describe_target(config: McpStdioSource | McpHttpSource) -> str:

@@ -162,3 +162,18 @@ async def test_server_killed_mid_call_fails_that_call_only_and_comes_back() -> N
             await cm.run("return (await tools.victim.pid({})).structuredContent.result;")
         ).value
         assert new_pid != pid
+
+
+async def test_protocol_malformed_tools_are_quarantined_one_by_one() -> None:
+    async with CodeMode(
+        sources=[mcp(stdio_source("mixed", "--fault", "malformed-tools"))],
+        policy=allow_all_tool_calls(),
+    ) as cm:
+        for name in ("wrong_root", "bad_props"):
+            definition = cm.catalog.get("mixed", name)
+            assert definition is not None and definition.quarantine, name
+        ok = await cm.run("return (await tools.mixed.add({ a: 1, b: 2 })).structuredContent.total;")
+        assert ok.value == 3
+        refused = await cm.run("return await tools.mixed.bad_props({ x: 1 });")
+        assert refused.diagnostic is not None
+        assert refused.diagnostic.code == ErrorCode.TOOL_SCHEMA_UNSUPPORTED

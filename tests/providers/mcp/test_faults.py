@@ -228,3 +228,18 @@ async def test_aclose_during_a_pending_start_leaves_no_process() -> None:
         assert "closed while connecting" in str(caught.value)
     assert not _children_running("--fault")
     assert mcp.health().status == HealthStatus.CLOSED
+
+
+@pytest.mark.parametrize("flags", [(), ("--legacy",)], ids=["modern", "legacy"])
+async def test_tools_malformed_for_the_protocol_do_not_take_their_siblings_down(
+    flags: tuple[str, ...],
+) -> None:
+    async with provider(stdio_source("mixed", "--fault", "malformed-tools", *flags)) as mcp:
+        discovery = await mcp.start(Changes())
+        tools = {tool.name: tool for tool in discovery.tools}
+        # Passed through as declared, for the catalog to quarantine one by one.
+        assert tools["wrong_root"].input_schema == {"type": "array", "items": {}}
+        assert tools["bad_props"].input_schema["properties"] == {"x": 5}
+        (nameless,) = discovery.skipped
+        assert "invalid tool definition at name" in nameless.reason
+        assert (await mcp.call_tool("echo", {"text": "ok"}, context())).content[0]["text"] == "ok"
