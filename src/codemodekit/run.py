@@ -36,7 +36,7 @@ from codemodekit.providers.base import (
     SourceHealth,
     ToolProvider,
 )
-from codemodekit.sandbox.base import CodeSandbox, LogEntry
+from codemodekit.sandbox.base import CodeSandbox, LogEntry, SandboxOutcome
 
 if TYPE_CHECKING:
     from codemodekit.spec.model import Spec
@@ -46,6 +46,11 @@ log = logging.getLogger("codemodekit")
 ProgressKind = Literal[
     "started", "tool_call_started", "tool_progress", "tool_call_finished", "finished"
 ]
+
+PROGRESS_BURST = 10
+PROGRESS_PER_SECOND = 10.0
+"""Progress is bounded in rate as well as count (``Limits.progress_events``); events over
+the rate are dropped, never delayed, and ``finished`` is always delivered."""
 
 START_TIMEOUT_S = 60.0
 """Upper bound on connecting all sources; a source still not up is reported unavailable."""
@@ -96,6 +101,9 @@ class _Progress:
         self._execution_id = execution_id
         self._callback = callback
         self._limit = limit
+        # Token bucket: bursts of PROGRESS_BURST, then PROGRESS_PER_SECOND on average.
+        self._tokens = float(PROGRESS_BURST)
+        self._refilled = time.monotonic()
         self._sequence = 0
         self._pending: asyncio.Queue[ProgressEvent] | None = None
         self._pump: asyncio.Task[None] | None = None
@@ -105,6 +113,8 @@ class _Progress:
             return
         # Keep the last slot for "finished" so a consumer always sees the end.
         if self._sequence >= self._limit - (0 if kind == "finished" else 1):
+            return
+        if kind != "finished" and not self._take_token():
             return
         self._sequence += 1
         event = ProgressEvent(self._execution_id, self._sequence, kind, message, tool)
@@ -121,6 +131,17 @@ class _Progress:
             # An async consumer: from now on events go through an ordered pump.
             self._pending = asyncio.Queue()
             self._pump = asyncio.ensure_future(self._drain(answer))
+
+    def _take_token(self) -> bool:
+        now = time.monotonic()
+        self._tokens = min(
+            float(PROGRESS_BURST), self._tokens + (now - self._refilled) * PROGRESS_PER_SECOND
+        )
+        self._refilled = now
+        if self._tokens < 1:
+            return False
+        self._tokens -= 1
+        return True
 
     async def _drain(self, first: Awaitable[None]) -> None:
         try:
@@ -150,6 +171,27 @@ class _Progress:
             pass
         self._pump.cancel()
         await asyncio.gather(self._pump, return_exceptions=True)
+
+
+async def _until_cancelled(
+    work: Awaitable[SandboxOutcome], cancel: asyncio.Event | None
+) -> SandboxOutcome | None:
+    """``work``'s outcome, or ``None`` once ``cancel`` is set (``work`` is then cancelled)."""
+    if cancel is None:
+        return await work
+    task = asyncio.ensure_future(work)
+    waiter = asyncio.ensure_future(cancel.wait())
+    try:
+        await asyncio.wait((task, waiter), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+        if not task.done():
+            task.cancel()
+        # Wait for the sandbox to dispose its context and cancel its tool calls.
+        await asyncio.gather(task, waiter, return_exceptions=True)
+    if task.cancelled():
+        return None
+    return task.result()
 
 
 def _default_sandbox() -> CodeSandbox:
@@ -306,11 +348,20 @@ class CodeMode:
         return any(h.status != HealthStatus.OK for h in self.health)
 
     # -- running ----------------------------------------------------------------------------
-    async def run(self, code: str, *, on_progress: ProgressCallback | None = None) -> RunResult:
+    async def run(
+        self,
+        code: str,
+        *,
+        on_progress: ProgressCallback | None = None,
+        cancel: asyncio.Event | None = None,
+    ) -> RunResult:
         """Run ``code`` (the body of an async function) and return its outcome.
 
-        Expected failures come back as ``RunResult(ok=False, diagnostic=...)``. Cancelling
-        the awaiting task cancels the sandbox and every in-flight tool call, then re-raises.
+        Expected failures come back as ``RunResult(ok=False, diagnostic=...)``.
+
+        Two ways to stop a run, with the same cleanup (sandbox disposed, in-flight tool
+        calls cancelled): setting ``cancel`` ends it with a ``CANCELLED`` result; cancelling
+        the awaiting task re-raises ``CancelledError`` as asyncio expects (ADR 0017).
         """
         if self._state != "started":
             raise RuntimeError("CodeMode is not started: use `async with CodeMode(...)` first")
@@ -355,13 +406,22 @@ class CodeMode:
                 self._sandbox = _default_sandbox()
             try:
                 async with asyncio.timeout(self.limits.wall_time_ms / 1000):
-                    outcome = await self._sandbox.run(program, bridge, self.limits)
+                    outcome = await _until_cancelled(
+                        self._sandbox.run(program, bridge, self.limits), cancel
+                    )
             except TimeoutError:
                 return result(
                     False,
                     diagnostic=Diagnostic(
                         ErrorCode.WALL_LIMIT,
                         f"the run took longer than {self.limits.wall_time_ms} ms (wall_time_ms)",
+                    ),
+                )
+            if outcome is None:
+                return result(
+                    False,
+                    diagnostic=Diagnostic(
+                        ErrorCode.CANCELLED, "the run was cancelled by its caller"
                     ),
                 )
             if outcome.ok:

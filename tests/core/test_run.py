@@ -262,3 +262,43 @@ async def test_many_concurrent_runs_share_one_code_mode() -> None:
             )
         )
     assert [r.value for r in results] == list(range(30))
+
+
+async def test_setting_the_cancel_event_ends_the_run_with_cancelled() -> None:
+    started = asyncio.Event()
+    cancelled = asyncio.Event()
+
+    async def hang(_args: dict[str, Any], _ctx: CallContext) -> None:
+        started.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    stop = asyncio.Event()
+    src = source("app", tool("hang", hang))
+    async with code_mode(src) as cm:
+        task = asyncio.ensure_future(cm.run("await tools.app.hang({});", cancel=stop))
+        await started.wait()
+        stop.set()
+        result = await task
+        after = await cm.run("return 1;", cancel=asyncio.Event())
+    assert result.diagnostic is not None and result.diagnostic.code == ErrorCode.CANCELLED
+    assert result.diagnostic.phase == "sandbox"
+    assert cancelled.is_set()
+    assert after.value == 1
+
+
+async def test_progress_is_bounded_in_rate_and_still_ends_with_finished() -> None:
+    events: list[ProgressEvent] = []
+    src = source("app", tool("ping", const("pong")))
+    async with code_mode(src, max_tool_calls=50) as cm:
+        await cm.run(
+            "for (let i = 0; i < 40; i++) await tools.app.ping({});\nreturn 1;",
+            on_progress=events.append,
+        )
+    # 40 calls would make 82 events; a burst of 10 plus a trickle is all that passes.
+    assert 2 <= len(events) < 40
+    assert events[-1].kind == "finished"
+    assert [e.sequence for e in events] == list(range(1, len(events) + 1))
