@@ -1,6 +1,6 @@
 """Execution-core figures (issue 3): end-to-end run cost, bridge overhead, concurrency.
 
-    python benchmarks/bench_core.py
+python benchmarks/bench_core.py
 """
 
 from __future__ import annotations
@@ -43,11 +43,21 @@ async def main_async() -> None:
     row("bare quickjs Context() + eval('1')", bare, "ms")
     async with _code_mode() as cm:
         trivial = await amedian_ms(lambda: cm.run("return 1;"), repeat=1000, warmup=50)
-    row("trivial run end to end (return 1)", trivial, "ms", f"ratio to bare eval {trivial / bare:.1f}x")
+    row(
+        "trivial run end to end (return 1)",
+        trivial,
+        "ms",
+        f"ratio to bare eval {trivial / bare:.1f}x",
+    )
 
     calls = 10_000
-    limits = dict(max_tool_calls=calls + 10, compute_time_ms=60_000, wall_time_ms=600_000,
-                  max_concurrent_tool_calls=64, total_bridge_bytes=1 << 30)
+    limits = dict(
+        max_tool_calls=calls + 10,
+        compute_time_ms=60_000,
+        wall_time_ms=600_000,
+        max_concurrent_tool_calls=64,
+        total_bridge_bytes=1 << 30,
+    )
     async with _code_mode(**limits) as cm:
         seq_code = f"for (let i = 0; i < {calls}; i++) await tools.bench.noop({{ i }});\nreturn 1;"
         conc_code = (
@@ -62,21 +72,32 @@ async def main_async() -> None:
                 samples.append(time.perf_counter() - start)
                 assert result.ok, result.diagnostic
             per_call_us = statistics.median(samples) / calls * 1e6
-            row(f"{calls} {label} no-op tool calls: per call", per_call_us, "us",
-                f"{1e6 / per_call_us:,.0f} calls/s")
+            row(
+                f"{calls} {label} no-op tool calls: per call",
+                per_call_us,
+                "us",
+                f"{1e6 / per_call_us:,.0f} calls/s",
+            )
 
     async with _code_mode() as cm:
         samples = []
         for _ in range(5):
             start = time.perf_counter()
             results = await asyncio.gather(
-                *(cm.run("return (await tools.bench.wait({})).structuredContent;") for _ in range(100))
+                *(
+                    cm.run("return (await tools.bench.wait({})).structuredContent;")
+                    for _ in range(100)
+                )
             )
             samples.append(time.perf_counter() - start)
             assert all(r.ok for r in results)
         wall = statistics.median(samples)
-        row("100 concurrent runs, each awaiting a 50 ms tool: wall", wall * 1000, "ms",
-            f"{wall / 0.05:.2f}x one 50 ms call")
+        row(
+            "100 concurrent runs, each awaiting a 50 ms tool: wall",
+            wall * 1000,
+            "ms",
+            f"{wall / 0.05:.2f}x one 50 ms call",
+        )
 
 
 def main() -> None:

@@ -28,9 +28,7 @@ def updating() -> bool:
     return _update_requested or os.environ.get("CODEMODE_UPDATE_GOLDEN") == "1"
 
 
-def assert_golden(
-    expected_dir: Path, actual: Mapping[str, str], *, exact_set: bool = True
-) -> None:
+def assert_golden(expected_dir: Path, actual: Mapping[str, str], *, exact_set: bool = True) -> None:
     """Compare ``actual`` ({relative path: text}) with the files under ``expected_dir``.
 
     With ``exact_set`` the golden folder's files (below ``expected_dir``) must be exactly the
