@@ -574,7 +574,7 @@ class McpToolProvider:
         conn.ended.set()
         await self._settle_stderr(conn)
         detail = self._unavailable(conn, f"the connection was lost during the call ({why})")
-        return SourceUnavailable(f"{detail}; {self.name}.{tool} was not retried")
+        return SourceUnavailable(f"{self._short(detail)}; {self.name}.{tool} was not retried")
 
     async def _settle_stderr(self, conn: _Connection) -> None:
         if conn.tail is not None:
@@ -590,11 +590,19 @@ class McpToolProvider:
         return text
 
     def _unavailable_text(self) -> str:
+        """Why a call cannot be made now; the bridge prefixes "source 'x' is unavailable"."""
         if self._closed:
             return f"MCP source {self.name!r} is closed"
         if self._status is HealthStatus.CONNECTING:
-            return f"MCP source {self.name!r} is still connecting"
-        return self._message or f"MCP source {self.name!r} is unavailable"
+            return f"MCP source {self.name!r} is still connecting to {self._target}"
+        return self._short(self._message) or "not connected"
+
+    def _short(self, text: str) -> str:
+        """``text`` without "is unavailable" (the bridge's message already says it)."""
+        lead = f"MCP source {self.name!r} ({self._target}) is unavailable: "
+        if not text.startswith(lead):
+            return text
+        return f"MCP source {self.name!r} ({self._target}): {text[len(lead) :]}"
 
     def _ok_text(self, conn: _Connection) -> str:
         skipped = len(conn.discovery.skipped)
