@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import logging
 import os
 import re
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -34,6 +35,25 @@ STDERR_TAIL_BYTES = 8 * 1024
 """How much of a child's stderr is kept (the newest bytes win)."""
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+class _NoPayloadInParseErrors(logging.Filter):
+    """The SDK logs an unparseable stdout line with its traceback, and the traceback quotes
+    the line. A server can print anything there (its environment included), so the record
+    keeps the event and drops the content."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if str(record.msg).startswith("Failed to parse JSONRPC message"):
+            record.msg = "Failed to parse a JSON-RPC message from the server (content not logged)"
+            record.args = ()
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+_SDK_STDIO_LOGGER = logging.getLogger("mcp.client.stdio")
+if not any(isinstance(f, _NoPayloadInParseErrors) for f in _SDK_STDIO_LOGGER.filters):
+    _SDK_STDIO_LOGGER.addFilter(_NoPayloadInParseErrors())
 
 
 class _TailProtocol(asyncio.Protocol):

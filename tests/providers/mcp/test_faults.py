@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
@@ -110,9 +111,14 @@ async def test_hanging_server_times_out_and_leaves_no_process() -> None:
     assert not _children_running("--fault")
 
 
-async def test_garbage_on_stdout_is_skipped() -> None:
+async def test_garbage_on_stdout_is_skipped_and_not_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
     async with provider(stdio_source("noisy", "--fault", "garbage")) as mcp:
         discovery = await mcp.start(Changes())
+        assert "this is not json" not in caplog.text
+        assert "content not logged" in caplog.text
         assert "echo" in {tool.name for tool in discovery.tools}
         echoed = await mcp.call_tool("echo", {"text": "ok"}, context())
         assert echoed.content[0]["text"] == "ok"
