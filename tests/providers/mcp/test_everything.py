@@ -20,6 +20,8 @@ from tests.conftest import node_tool
 from tests.providers.mcp.helpers import Changes, context, eventually, provider
 from tests.servers import everything_server, http_source, pid_alive
 
+pytestmark = pytest.mark.npm
+
 TRANSPORTS = ["stdio", "streamable-http", "sse"]
 
 

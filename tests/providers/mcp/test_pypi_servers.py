@@ -18,6 +18,8 @@ from codemodekit.providers.base import HealthStatus
 from codemodekit.spec.model import McpStdioSource
 from tests.providers.mcp.helpers import Changes, context, provider
 
+pytestmark = pytest.mark.slow  # the first run installs the servers from PyPI
+
 CACHE = Path(__file__).resolve().parents[3] / ".cache" / "pyservers"
 
 
