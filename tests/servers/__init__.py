@@ -105,6 +105,15 @@ class ServerProcess:
         )
         wait_for_port(self.port, self.process)
 
+    def kill(self) -> None:
+        """SIGKILL the whole group: no graceful shutdown, in-flight requests just die."""
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
     def stop(self) -> None:
         process, self.process = self.process, None
         if process is None or process.poll() is not None:

@@ -141,3 +141,24 @@ async def test_result_over_the_limit_over_http() -> None:
             assert mcp.health().status == HealthStatus.OK
             small = await mcp.call_tool("big", {"size": 10}, context(max_result_bytes=100_000))
             assert small.content[0]["text"] == "x" * 10
+
+
+async def test_http_server_killed_mid_call() -> None:
+    import asyncio
+
+    changes = Changes()
+    with http_server() as server:
+        async with provider(http_source("web", f"http://127.0.0.1:{server.port}/mcp")) as mcp:
+            await mcp.start(changes)
+            call = asyncio.ensure_future(
+                mcp.call_tool("slow", {"seconds": 60}, context(timeout_s=60))
+            )
+            await asyncio.sleep(0.5)
+            server.kill()
+            with pytest.raises(SourceUnavailable) as caught:
+                await call
+            assert "not retried" in str(caught.value)
+            server.start()
+            await eventually(
+                lambda: bool(changes.seen), "a reconnect announces the fresh discovery"
+            )
