@@ -14,6 +14,7 @@ import quickjs
 
 from benchmarks._util import amedian_ms, median_ms, row
 from codemodekit import CodeMode, Limits, allow_all_tool_calls, define_tool, local
+from codemodekit.bridge import ToolBridge
 
 NOOP_SCHEMA = {"type": "object", "properties": {"i": {"type": "integer"}}}
 
@@ -78,6 +79,24 @@ async def main_async() -> None:
                 "us",
                 f"{1e6 / per_call_us:,.0f} calls/s",
             )
+
+    # The bridge alone (resolve, validate, queue, policy, dispatch, check the result),
+    # without the sandbox's settle cost: what one call costs the host.
+    async with _code_mode() as cm:
+        bridge = ToolBridge(
+            catalog=lambda: cm.catalog,
+            providers=cm.providers,
+            policy=cm.policy,
+            limits=cm.limits.replace(max_tool_calls=10**9, total_bridge_bytes=1 << 40),
+            execution_id="bench",
+        )
+
+        async def ten_thousand() -> None:
+            for i in range(10_000):
+                await bridge.call_tool("bench", "noop", {"i": i})
+
+        bridge_ms = await amedian_ms(ten_thousand, repeat=5, warmup=1)
+    row("bridge alone, per no-op call", bridge_ms / 10_000 * 1000, "us")
 
     async with _code_mode() as cm:
         samples = []
