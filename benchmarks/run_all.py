@@ -1,8 +1,12 @@
-"""Every benchmark in one run: `python -m benchmarks.run_all` (medians and ratios)."""
+"""Every benchmark in one run: `python -m benchmarks.run_all [NAME ...]` (medians and ratios).
+
+Each module runs as its own `__main__` block, in this one process, one after another, so the
+figures come from one run on one machine state.
+"""
 
 from __future__ import annotations
 
-import importlib
+import runpy
 import sys
 import traceback
 
@@ -25,13 +29,20 @@ def main() -> int:
     for name in MODULES:
         if only and not any(o in name for o in only):
             continue
-        print(f"== {name}")
+        print(f"== {name}", flush=True)
+        saved = sys.argv
+        sys.argv = [name]
         try:
-            importlib.import_module(name).main()
+            runpy.run_module(name, run_name="__main__", alter_sys=True)
+        except SystemExit as stop:
+            if stop.code not in (0, None):
+                failed += 1
         except Exception:
             failed += 1
             traceback.print_exc()
-        print()
+        finally:
+            sys.argv = saved
+        print(flush=True)
     return 1 if failed else 0
 
 
