@@ -36,6 +36,10 @@ _DIALECT_2020_12_SINCE = "2025-11-25"
 MAX_LIST_PAGES = 100
 """A server whose ``tools/list`` pagination does not end within this many pages is broken."""
 MAX_ERROR_CHARS = 2_000
+_TASKS_REQUIRED = (
+    'requires task-augmented execution (execution.taskSupport = "required"), '
+    "which code mode does not use: every call is one request and one reply"
+)
 MAX_PROGRESS_CHARS = 200
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -104,6 +108,9 @@ async def list_all_tools(
                 skipped.append(SkippedTool(tool.name, reason))
                 continue
             seen.add(tool.name)
+            if tool.execution is not None and tool.execution.task_support == "required":
+                skipped.append(SkippedTool(tool.name, _TASKS_REQUIRED))
+                continue
             tools.append(tool_spec(tool, protocol_version=protocol_version, provenance=provenance))
         cursor = next_cursor
         if cursor is None:

@@ -61,6 +61,11 @@ async def test_discovery_and_calls(transport: str) -> None:
         # An explicit $schema upstream is kept as-is for the catalog.
         assert tools["echo"].input_schema["$schema"].startswith("http://json-schema.org/draft-07")
 
+        # A tool that only runs as an MCP task is skipped with the reason, not offered.
+        skipped = {item.name: item.reason for item in discovery.skipped}
+        assert "taskSupport" in skipped["simulate-research-query"]
+        assert "simulate-research-query" not in tools
+
         echoed = await mcp.call_tool("echo", {"message": "hi"}, context())
         assert echoed.content == ({"type": "text", "text": "Echo: hi"},)
 
