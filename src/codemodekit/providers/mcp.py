@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -57,7 +58,7 @@ from codemodekit.providers.mcp_transport import (
     describe_target,
     open_transport,
 )
-from codemodekit.spec.model import McpHttpSource, McpStdioSource, resolve_all
+from codemodekit.spec.model import McpHttpSource, McpStdioSource, SecretTemplate, resolve_all
 
 __all__ = ["McpToolProvider", "ReconnectPolicy"]
 
@@ -261,9 +262,7 @@ class McpToolProvider:
             secrets = self._resolve_secrets()
         except SecretUnavailable as exc:
             raise SourceUnavailable(f"MCP source {self.name!r} is unavailable: {exc}") from None
-        self._redact = tuple(
-            sorted({value for value in secrets.values() if len(value) >= 3}, key=len, reverse=True)
-        )
+        self._redact = self._secret_values(secrets)
         self._connections += 1
         conn = _Connection(number=self._connections)
         if isinstance(self._config, McpStdioSource):
@@ -315,10 +314,22 @@ class McpToolProvider:
             )
             raise SourceUnavailable(self._failed(conn, reason)) from None
 
-    def _resolve_secrets(self) -> dict[str, str]:
+    def _templates(self) -> Mapping[str, SecretTemplate]:
         if isinstance(self._config, McpStdioSource):
-            return resolve_all(self._config.env, self._environ)
-        return resolve_all(self._config.headers, self._environ)
+            return self._config.env
+        return self._config.headers
+
+    def _resolve_secrets(self) -> dict[str, str]:
+        return resolve_all(self._templates(), self._environ)
+
+    def _secret_values(self, resolved: Mapping[str, str]) -> tuple[str, ...]:
+        """Every string to mask: resolved values, and each ``${VAR}``'s own value (an
+        upstream may echo the bare token of ``Bearer ${TOKEN}``). Longest first."""
+        environ = os.environ if self._environ is None else self._environ
+        values = set(resolved.values())
+        for template in self._templates().values():
+            values.update(environ[name] for name in template.variables if name in environ)
+        return tuple(sorted((v for v in values if len(v) >= 3), key=len, reverse=True))
 
     async def _own(
         self, conn: _Connection, secrets: dict[str, str], ready: asyncio.Future[None]

@@ -32,10 +32,12 @@ async def test_streamable_http_discovers_and_calls() -> None:
 
 
 async def test_headers_are_sent_and_never_shown() -> None:
-    secret = "Bearer very-secret-value"
+    secret = "very-secret-value"
     with http_server() as server:
         config = http_source(
-            "web", f"http://127.0.0.1:{server.port}/mcp", headers={"X-Api-Key": "${CM_TEST_KEY}"}
+            "web",
+            f"http://127.0.0.1:{server.port}/mcp",
+            headers={"X-Api-Key": "Bearer ${CM_TEST_KEY}"},
         )
         async with provider(config, environ={"CM_TEST_KEY": secret}) as mcp:
             await mcp.start(Changes())
