@@ -19,8 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,14 +49,19 @@ from codemodekit.providers.mcp_content import (
     sanitize,
     tool_output,
 )
-from codemodekit.providers.mcp_failures import describe_connect_failure, is_http_refusal
+from codemodekit.providers.mcp_failures import (
+    ReconnectPolicy,
+    describe_connect_failure,
+    is_http_refusal,
+)
 from codemodekit.providers.mcp_transport import (
     ListingTap,
     StderrTail,
     describe_target,
     open_transport,
+    resolve_secrets,
 )
-from codemodekit.spec.model import McpHttpSource, McpStdioSource, SecretTemplate, resolve_all
+from codemodekit.spec.model import McpHttpSource, McpStdioSource
 
 __all__ = ["McpToolProvider", "ReconnectPolicy"]
 
@@ -67,21 +70,6 @@ logger = logging.getLogger("codemodekit.providers.mcp")
 DEFAULT_CONNECT_TIMEOUT_S = 30.0
 _STDERR_SETTLE_S = 0.5
 """How long to wait for a dead child's last stderr before describing its death."""
-
-
-@dataclass(frozen=True, slots=True)
-class ReconnectPolicy:
-    """Bounded exponential backoff with jitter between reconnect attempts."""
-
-    initial_s: float = 0.5
-    max_s: float = 30.0
-    factor: float = 2.0
-    jitter: float = 0.2
-    """Each delay is multiplied by a random factor in ``[1 - jitter, 1 + jitter]``."""
-
-    def delay(self, attempt: int) -> float:
-        base = min(self.max_s, self.initial_s * self.factor ** min(attempt, 64))
-        return base * random.uniform(1.0 - self.jitter, 1.0 + self.jitter)
 
 
 @dataclass(eq=False)
@@ -259,10 +247,9 @@ class McpToolProvider:
     async def _connect(self) -> _Connection:
         """Start one connection and discover its tools, or raise ``SourceUnavailable``."""
         try:
-            secrets = self._resolve_secrets()
+            secrets, self._redact = resolve_secrets(self._config, self._environ)
         except SecretUnavailable as exc:
             raise SourceUnavailable(f"MCP source {self.name!r} is unavailable: {exc}") from None
-        self._redact = self._secret_values(secrets)
         self._connections += 1
         conn = _Connection(number=self._connections)
         if isinstance(self._config, McpStdioSource):
@@ -313,23 +300,6 @@ class McpToolProvider:
                 exc, http_status=conn.http_status, redact=self._redact
             )
             raise SourceUnavailable(self._failed(conn, reason)) from None
-
-    def _templates(self) -> Mapping[str, SecretTemplate]:
-        if isinstance(self._config, McpStdioSource):
-            return self._config.env
-        return self._config.headers
-
-    def _resolve_secrets(self) -> dict[str, str]:
-        return resolve_all(self._templates(), self._environ)
-
-    def _secret_values(self, resolved: Mapping[str, str]) -> tuple[str, ...]:
-        """Every string to mask: resolved values, and each ``${VAR}``'s own value (an
-        upstream may echo the bare token of ``Bearer ${TOKEN}``). Longest first."""
-        environ = os.environ if self._environ is None else self._environ
-        values = set(resolved.values())
-        for template in self._templates().values():
-            values.update(environ[name] for name in template.variables if name in environ)
-        return tuple(sorted((v for v in values if len(v) >= 3), key=len, reverse=True))
 
     async def _own(
         self, conn: _Connection, secrets: dict[str, str], ready: asyncio.Future[None]

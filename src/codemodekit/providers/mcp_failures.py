@@ -1,4 +1,4 @@
-"""Turning MCP SDK and transport failures into short, sanitized reasons.
+"""Failures of an MCP source: short sanitized reasons, and the reconnect backoff.
 
 The SDK reports failures as ``MCPError``, ``httpx2`` errors, ``OSError`` and anyio exception
 groups; a health message needs one clause a person can act on, and never a secret.
@@ -6,7 +6,9 @@ groups; a health message needs one clause a person can act on, and never a secre
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import httpx2
 import mcp_types as types
@@ -15,6 +17,21 @@ from pydantic import ValidationError
 
 from codemodekit.errors import SourceUnavailable
 from codemodekit.providers.mcp_content import sanitize
+
+
+@dataclass(frozen=True, slots=True)
+class ReconnectPolicy:
+    """Bounded exponential backoff with jitter between reconnect attempts."""
+
+    initial_s: float = 0.5
+    max_s: float = 30.0
+    factor: float = 2.0
+    jitter: float = 0.2
+    """Each delay is multiplied by a random factor in ``[1 - jitter, 1 + jitter]``."""
+
+    def delay(self, attempt: int) -> float:
+        base = min(self.max_s, self.initial_s * self.factor ** min(attempt, 64))
+        return base * random.uniform(1.0 - self.jitter, 1.0 + self.jitter)
 
 
 def describe_connect_failure(

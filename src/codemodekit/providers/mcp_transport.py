@@ -29,7 +29,7 @@ from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from codemodekit.spec.model import McpHttpSource, McpStdioSource
+from codemodekit.spec.model import McpHttpSource, McpStdioSource, resolve_all
 
 STDERR_TAIL_BYTES = 8 * 1024
 """How much of a child's stderr is kept (the newest bytes win)."""
@@ -330,6 +330,24 @@ def open_transport(
         max_event_bytes = 2 * max_result_bytes + 64 * 1024
         inner = _http(config, secrets, on_status, max_event_bytes)
     return _watched(inner, on_end, tap if tap is not None else ListingTap())
+
+
+def resolve_secrets(
+    config: McpStdioSource | McpHttpSource, environ: Mapping[str, str] | None
+) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The resolved ``env`` (stdio) or ``headers`` (HTTP), and every string to mask.
+
+    The mask list holds each resolved value and each ``${VAR}``'s own value (an upstream may
+    echo the bare token of ``Bearer ${TOKEN}``), longest first. Raises ``SecretUnavailable``.
+    """
+    templates = config.env if isinstance(config, McpStdioSource) else config.headers
+    resolved = resolve_all(templates, environ)
+    env = os.environ if environ is None else environ
+    values = set(resolved.values())
+    for template in templates.values():
+        values.update(env[name] for name in template.variables if name in env)
+    masks = tuple(sorted((v for v in values if len(v) >= 3), key=len, reverse=True))
+    return resolved, masks
 
 
 def describe_target(config: McpStdioSource | McpHttpSource) -> str:
