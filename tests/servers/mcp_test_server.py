@@ -96,10 +96,10 @@ def build(args: argparse.Namespace) -> TestServer:
         return Sum(total=a + b, inputs=[a, b])
 
     @server.tool()
-    async def progress(steps: int, ctx: Context) -> str:
-        """Report progress ``steps`` times."""
+    async def progress(steps: int, ctx: Context, note: str = "") -> str:
+        """Report progress ``steps`` times (each message followed by ``note``)."""
         for step in range(1, steps + 1):
-            await ctx.report_progress(step, steps, f"step {step} of {steps}")
+            await ctx.report_progress(step, steps, f"step {step} of {steps}{note}")
             await asyncio.sleep(0.01)
         return f"done after {steps} steps"
 

@@ -43,6 +43,7 @@ _TASKS_REQUIRED = (
 MAX_PROGRESS_CHARS = 200
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _TOOL_FIELDS = {"name", "description", "inputSchema", "outputSchema", "annotations", "_meta"}
 
 
@@ -196,7 +197,7 @@ def sanitize(text: str, limit: int, redact: Iterable[str] = ()) -> str:
     for secret in redact:
         if secret:
             text = text.replace(secret, "***")
-    text = _CONTROL.sub("", text)
+    text = _CONTROL.sub("", _ANSI.sub("", text))
     if len(text) > limit:
         text = text[: limit - 14] + " …(truncated)"
     return text

@@ -35,6 +35,8 @@ STDERR_TAIL_BYTES = 8 * 1024
 """How much of a child's stderr is kept (the newest bytes win)."""
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+"""Terminal colour and cursor sequences: servers colour their logs."""
 
 
 class _NoPayloadInParseErrors(logging.Filter):
@@ -119,7 +121,7 @@ class StderrTail:
     def text(self, *, max_lines: int = 6, max_chars: int = 600) -> str:
         """The newest lines, decoded leniently, control characters removed."""
         raw = b"".join(self._chunks).decode("utf-8", errors="replace")
-        lines = [_CONTROL.sub("", line).rstrip() for line in raw.splitlines()]
+        lines = [_CONTROL.sub("", _ANSI.sub("", line)).rstrip() for line in raw.splitlines()]
         lines = [line for line in lines if line.strip()][-max_lines:]
         out = " | ".join(lines)
         return out[-max_chars:]

@@ -242,3 +242,15 @@ async def test_a_protocol_version_the_client_does_not_know_is_unavailable() -> N
             await mcp.start(Changes())
         assert "future" in str(caught.value)
         assert mcp.health().status == HealthStatus.UNAVAILABLE
+
+
+async def test_progress_text_is_bounded_and_free_of_control_characters() -> None:
+    async with provider(stdio_source()) as mcp:
+        await mcp.start(Changes())
+        progress: list[str] = []
+        note = " \x1b[31mred\x1b[0m\nnext line " + "y" * 1_000
+        await mcp.call_tool("progress", {"steps": 1, "note": note}, context(progress=progress))
+        (text,) = progress
+        assert text.startswith("1/1 step 1 of 1 red next line")
+        assert len(text) <= 200 and text.endswith("(truncated)")
+        assert not any(ord(ch) < 32 for ch in text)
