@@ -23,6 +23,7 @@ import asyncio
 import base64
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -358,6 +359,7 @@ def main() -> None:
             "duplicate",
             "hang-list",
             "malformed-tools",
+            "only-garbage",
         ],
         default="none",
     )
@@ -388,6 +390,13 @@ def main() -> None:
         # Read and ignore everything: the client's handshake never gets an answer.
         for _line in sys.stdin:
             pass
+        return
+    if args.fault == "only-garbage":
+        # A server that logs to stdout and never speaks the protocol.
+        for line in range(100_000):
+            sys.stdout.write(f"INFO starting up, step {line}\n")
+            sys.stdout.flush()
+            time.sleep(0.05)
         return
     if args.fault == "garbage":
         sys.stdout.write("this is not json\n{broken\n")

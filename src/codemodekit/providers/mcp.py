@@ -91,6 +91,8 @@ class _Connection:
     lost_handled: bool = False
     http_status: int | None = None
     """The last HTTP error status the server answered with, if any."""
+    unreadable: int = 0
+    """Messages that were not JSON-RPC (a server logging to stdout)."""
     tap: ListingTap = field(default_factory=ListingTap)
 
 
@@ -281,6 +283,11 @@ class McpToolProvider:
         except TimeoutError:
             await self._stop(conn)
             reason = f"no answer to the handshake or tools/list within {timeout_s:g}s"
+            if conn.unreadable:
+                reason += (
+                    f" (it wrote {conn.unreadable} message(s) that are not JSON-RPC: "
+                    "is it logging to stdout instead of stderr?)"
+                )
             raise SourceUnavailable(self._failed(conn, reason)) from None
         except asyncio.CancelledError:
             await self._stop(conn)
@@ -330,6 +337,7 @@ class McpToolProvider:
                 self._schedule_refresh(conn)
             elif isinstance(message, Exception):
                 # Garbage on the wire (a stray print on stdout): skipped, the session goes on.
+                conn.unreadable += 1
                 logger.debug(
                     "MCP source %s sent an unreadable message (%s)",
                     self.name,

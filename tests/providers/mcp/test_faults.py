@@ -249,3 +249,12 @@ async def test_tools_malformed_for_the_protocol_do_not_take_their_siblings_down(
         (nameless,) = discovery.skipped
         assert "invalid tool definition at name" in nameless.reason
         assert (await mcp.call_tool("echo", {"text": "ok"}, context())).content[0]["text"] == "ok"
+
+
+async def test_a_server_logging_to_stdout_gets_a_hint() -> None:
+    async with provider(stdio_source("chatty", "--fault", "only-garbage", timeout_ms=1_500)) as mcp:
+        with pytest.raises(SourceUnavailable) as caught:
+            await mcp.start(Changes())
+        assert "not JSON-RPC" in str(caught.value)
+        assert "logging to stdout" in str(caught.value)
+    assert not _children_running("only-garbage")
