@@ -109,11 +109,24 @@ async def mcp_http_factory(name: str) -> AsyncIterator[ToolProvider]:
         yield McpToolProvider(http_source(name, url), limits=Limits())
 
 
+@contextlib.asynccontextmanager
+async def mcp_sse_factory(name: str) -> AsyncIterator[ToolProvider]:
+    """The same server over the legacy SSE transport."""
+    from codemodekit import Limits
+    from codemodekit.providers.mcp import McpToolProvider
+    from tests.servers import http_server, http_source
+
+    with http_server("--profile", "conformance", transport="sse") as server:
+        url = f"http://127.0.0.1:{server.port}/sse"
+        yield McpToolProvider(http_source(name, url, transport="sse"), limits=Limits())
+
+
 FACTORIES: dict[str, ProviderFactory] = {
     "python": local_factory,
     "memory": memory_factory,
     "mcp-stdio": mcp_stdio_factory,
     "mcp-http": mcp_http_factory,
+    "mcp-sse": mcp_sse_factory,
 }
 
 
