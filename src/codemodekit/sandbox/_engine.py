@@ -23,6 +23,7 @@ from codemodekit.compiler import user_location
 from codemodekit.errors import Diagnostic, ErrorCode, Location, new_correlation_id
 from codemodekit.limits import Limits
 from codemodekit.sandbox._warm import prepare_context
+from codemodekit.sandbox._watchdog import WATCHDOG, Slice
 from codemodekit.sandbox.base import CompiledProgram, LogEntry
 
 MAX_CALLS_PER_SLICE = 1024
@@ -33,6 +34,8 @@ HOST_BUDGET_S = 0.25
 """Compute allowed for host-side bookkeeping after the user's budget ran out (log read-out)."""
 HEADROOM_BYTES = 4 * 1024 * 1024
 """Extra heap granted after an out-of-memory failure, only to read the logs out."""
+GRACE_S = 0.1
+"""Wall time past a slice's remaining budget before the watchdog trips it."""
 
 log = logging.getLogger("codemodekit.sandbox")
 
@@ -115,6 +118,8 @@ class Engine:
         self._program: CompiledProgram | None = None
         self._ctx: Any = None
         self._port: Any = None
+        self._slice: Slice | None = None
+        self._interrupted = False
         try:
             # The prelude is the host's code: it runs before the limits apply and its time
             # is not the user's compute.
@@ -146,19 +151,47 @@ class Engine:
         self._port = None
         self._ctx = None
 
+    def interrupt(self) -> None:
+        """End the running slice soon (from any thread): its run is over."""
+        self._interrupted = True
+        running = self._slice
+        if running is not None:
+            WATCHDOG.trip(running)
+
     # -- entering JavaScript --------------------------------------------------------------
     def _enter(self, fn: Any, *args: Any) -> Any:
         remaining = self._budget - self._used
         if remaining <= 0:
             raise EngineFault(self._compute_limit())
         self._ctx.set_time_limit(remaining)
+        # Operators and most natives never poll for the time limit: the watchdog ends a
+        # slice that overruns its budget from outside (see _watchdog.py).
+        running = WATCHDOG.enter(self._ctx, time.monotonic() + remaining + GRACE_S)
+        self._slice = running
+        if self._interrupted:
+            WATCHDOG.trip(running)
         started = time.perf_counter()
+        failure: quickjs.JSException | None = None
         try:
-            return fn(*args)
+            result = fn(*args)
         except quickjs.JSException as exc:
-            raise EngineFault(self._classify(exc)) from None
+            failure = exc
         finally:
             self._used += time.perf_counter() - started
+            self._slice = None
+            tripped = WATCHDOG.leave(running)
+        if tripped:
+            # Whatever the slice reported (out of memory, a caught failure), it ran past its
+            # budget. Restore the heap limit for the host-side log read-out.
+            failure = None  # no frame/traceback cycle may keep the context alive
+            self._ctx.set_memory_limit(self.limits.memory_bytes)
+            self._used = max(self._used, self._budget)
+            raise EngineFault(self._compute_limit())
+        if failure is not None:
+            diagnostic = self._classify(failure)
+            failure = None
+            raise EngineFault(diagnostic)
+        return result
 
     def _call(self, command: str, argument: Any = None) -> str:
         result = self._enter(self._port, command, argument)

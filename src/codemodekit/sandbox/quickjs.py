@@ -83,8 +83,12 @@ class _Session:
                 self.lock.release()
 
     def request_close(self) -> None:
-        """Dispose now if idle, else right after the running slice (it cannot be stopped)."""
+        """Dispose now if idle, else right after the running slice, which is tripped so it
+        ends soon rather than at the end of its compute budget (see _watchdog.py)."""
         self.close_requested = True
+        engine = self.engine
+        if engine is not None:
+            engine.interrupt()
         self._recheck()
 
 
