@@ -95,8 +95,16 @@ class StderrTail:
 
     async def start_reading(self) -> None:
         loop = asyncio.get_running_loop()
+        # The file object (and, once connected, the pipe transport) owns the descriptor
+        # from here on: closing the raw number again later could close an unrelated
+        # socket or pipe that reused it, such as a sibling source's connection.
         reader = os.fdopen(self._read_fd, "rb", buffering=0)
-        transport, _ = await loop.connect_read_pipe(lambda: _TailProtocol(self), reader)
+        self._read_fd = -1
+        try:
+            transport, _ = await loop.connect_read_pipe(lambda: _TailProtocol(self), reader)
+        except BaseException:
+            reader.close()
+            raise
         self._transport = transport
 
     def release_child_end(self) -> None:
@@ -131,9 +139,10 @@ class StderrTail:
         if self._transport is not None:
             self._transport.close()
             self._transport = None
-        else:
+        elif self._read_fd >= 0:  # never started reading: the descriptor is still ours
             with suppress(OSError):
                 os.close(self._read_fd)
+        self._read_fd = -1
 
 
 class ListingTap:
