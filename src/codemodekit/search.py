@@ -115,6 +115,13 @@ _SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
 # First-person words in a need ("my repositories", "assigned to me") mean the caller:
 # APIs say "authenticated user", "current user" or "me".
 _FIRST_PERSON = frozenset({"my", "me", "mine", "myself"})
+# A need for a collection ("all repositories of an org", "what webhooks are configured")
+# asks for a listing even when it names no verb: a weak "list" unit is added.
+_COLLECTION_CUES = frozenset({"all", "every"})
+_COLLECTION_WEIGHT = 0.4
+# "stop following" is how people say ``unfollow``; "un" + the next word, when the catalog
+# has it, stands in as one more unit.
+_NEGATING_VERBS = frozenset({"stop", "undo", "cease"})
 _ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "pr": ("pull", "request"),
     "prs": ("pull", "request"),
@@ -448,10 +455,28 @@ def _query_units(index: _Index, query: str) -> list[list[tuple[str, float]]]:
         if joined not in seen and joined in index.postings and len(first) + len(second) > 4:
             seen.add(joined)
             units.append([(joined, 1.0)])
+        if first in _NEGATING_VERBS:
+            negated = "un" + stem(second)
+            if negated not in seen and negated in index.postings:
+                seen.add(negated)
+                units.append([(negated, 1.0)])
+    if "list" not in seen and "list" in index.postings and _asks_for_many(raw):
+        seen.add("list")
+        units.append([("list", _COLLECTION_WEIGHT)])
     if not any(units):  # a query made only of stopwords still means something
         for w in raw:
             add_word(stem(w))
     return [unit for unit in units if unit][:MAX_QUERY_TERMS]
+
+
+def _asks_for_many(raw: list[str]) -> bool:
+    """Whether the need names a plural thing or all of something ("comments", "all repos")."""
+    for w in raw:
+        if w in _COLLECTION_CUES:
+            return True
+        if w not in _STOPWORDS and len(w) > 3 and w.endswith("s") and stem(w) != w:
+            return True
+    return False
 
 
 def _unit_scores(index: _Index, variants: list[tuple[str, float]]) -> dict[int, float]:

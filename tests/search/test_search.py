@@ -244,3 +244,32 @@ def test_deprecated_tools_rank_below_equal_current_ones() -> None:
     response = search_catalog(catalog, "list items")
     assert _addresses(response) == ["tools.b.list_items", "tools.a.list_items"]
     assert response.hits[1].deprecated and response.to_json()["tools"][1]["deprecated"] is True
+
+
+def test_a_plural_need_prefers_the_listing_tool() -> None:
+    catalog = _catalog(
+        {
+            "crm": [
+                ("get_contact", "Get a contact of an account.", _schema("id")),
+                ("update_contact", "Update a contact of an account.", _schema("id")),
+                ("list_contacts", "List the contacts of an account.", _schema("account")),
+            ]
+        }
+    )
+    many = search_catalog(catalog, "contacts of this account")
+    every = search_catalog(catalog, "every contact of this account")
+    assert many.hits[0].name == "list_contacts"
+    assert every.hits[0].name == "list_contacts"
+
+
+def test_stop_doing_something_finds_the_un_tool() -> None:
+    catalog = _catalog(
+        {
+            "social": [
+                ("follow", "Follow a user.", _schema("username")),
+                ("unfollow", "Unfollow a user.", _schema("username")),
+                ("list_following", "Users someone follows.", _schema("username")),
+            ]
+        }
+    )
+    assert search_catalog(catalog, "stop following a user").hits[0].name == "unfollow"
