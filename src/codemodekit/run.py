@@ -53,7 +53,13 @@ PROGRESS_PER_SECOND = 10.0
 the rate are dropped, never delayed, and ``finished`` is always delivered."""
 
 START_TIMEOUT_S = 60.0
-"""Upper bound on connecting all sources; a source still not up is reported unavailable."""
+"""Upper bound on connecting one source; a source still not up is reported unavailable."""
+
+START_GRACE_S = 5.0
+"""How long ``start()`` waits for slow sources by default. A source still connecting then
+(a server that accepts but never answers, a slow ``npx`` download) stays ``connecting``
+in ``health`` and joins the catalog through ``on_change`` when it comes up, so one slow
+upstream never holds the whole server (and its MCP client's initialize) hostage."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +242,7 @@ class CodeMode:
         self._compiler = compiler or CodeCompiler()
         self._catalog = Catalog((), sources=names)
         self._start_errors: dict[str, str] = {}
+        self._joining: dict[str, asyncio.Task[Discovery | None]] = {}
         self._state: Literal["new", "started", "closed"] = "new"
 
     @classmethod
@@ -269,15 +276,47 @@ class CodeMode:
     ) -> None:
         await self.aclose()
 
-    async def start(self) -> None:
-        """Connect every source concurrently and build the first catalog."""
+    async def start(self, *, grace_s: float | None = START_GRACE_S) -> None:
+        """Connect every source concurrently and build the first catalog.
+
+        Waits up to ``grace_s`` seconds (``None``: until every source has come up or
+        failed, each bounded by ``START_TIMEOUT_S``); sources still connecting then keep
+        connecting in the background and join the catalog when they are up.
+        """
         if self._state != "new":
             raise RuntimeError(f"CodeMode is already {self._state}")
         self._state = "started"
         names = list(self._providers)
-        results = await asyncio.gather(*(self._start_one(n) for n in names))
-        discoveries = {n: d for n, d in zip(names, results, strict=True) if d is not None}
+        tasks = {
+            n: asyncio.create_task(self._start_one(n), name=f"codemode-start-{n}") for n in names
+        }
+        if tasks:
+            try:
+                await asyncio.wait(tasks.values(), timeout=grace_s)
+            except BaseException:
+                for task in tasks.values():
+                    task.cancel()
+                raise
+        discoveries = {}
+        for name, task in tasks.items():
+            if not task.done():
+                self._joining[name] = task
+                task.add_done_callback(self._joined(name))
+            elif (discovery := task.result()) is not None:
+                discoveries[name] = discovery
         self._catalog = Catalog.build(discoveries, sources=names)
+
+    def _joined(self, name: str) -> Callable[[asyncio.Task[Discovery | None]], None]:
+        def done(task: asyncio.Task[Discovery | None]) -> None:
+            self._joining.pop(name, None)
+            if task.cancelled() or self._state != "started":
+                return
+            discovery = task.result()
+            if discovery is not None:
+                self._catalog = self._catalog.with_source(name, discovery)
+                log.info("source %r came up after start; revision %s", name, self._catalog.revision)
+
+        return done
 
     async def _start_one(self, name: str) -> Discovery | None:
         provider = self._providers[name]
@@ -311,6 +350,8 @@ class CodeMode:
         if self._state == "closed":
             return
         self._state = "closed"
+        for joining in list(self._joining.values()):
+            joining.cancel()
         close_sandbox = getattr(self._sandbox, "close", None)
         if callable(close_sandbox):
             close_sandbox()

@@ -139,9 +139,15 @@ async def _connect(spec: Spec, shown_path: str, out: TextIO) -> int:
     _quiet_library_logs()
     print("connecting...", file=out, flush=True)
     try:
-        async with CodeMode.from_spec(spec) as cm:
+        cm = CodeMode.from_spec(spec)
+        try:
+            # A check reports each source's settled state: wait for slow ones (each is
+            # bounded by its own connect timeout) instead of the server's start grace.
+            await cm.start(grace_s=None)
             health = cm.health
             catalog = cm.catalog
+        finally:
+            await cm.aclose()
     except CodeModeError as exc:  # sources report their own failures; this is the facade
         print(f"codemode check: {exc}", file=sys.stderr)
         return 1

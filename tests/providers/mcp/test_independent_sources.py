@@ -64,3 +64,101 @@ async def test_a_missing_command_does_not_break_a_sibling_http_connection(
     assert "cannot connect" not in health["silent"].message
     assert down.diagnostic is not None
     assert down.diagnostic.code in ("SOURCE_UNAVAILABLE", "TOOL_NOT_FOUND")
+
+
+LATE_WRAPPER = """
+import os, sys, time
+from pathlib import Path
+
+gate = Path(sys.argv[1])
+while not gate.exists():
+    time.sleep(0.02)
+os.execv(sys.executable, [sys.executable, *sys.argv[2:]])
+"""
+
+
+def _late_spec(folder: Path, extra: str = "") -> Path:
+    import json
+    import sys
+
+    from tests.servers import SERVER_SCRIPT
+
+    (folder / "cmtools.py").write_text(TOOLS)
+    (folder / "late.py").write_text(LATE_WRAPPER)
+    args = [str(folder / "late.py"), str(folder / "gate"), str(SERVER_SCRIPT)]
+    spec = folder / "codemode.toml"
+    spec.write_text(
+        "version = 1\n"
+        'name = "late"\n'
+        '[policy]\ndefault = "allow"\n'
+        '[sources.app]\ntype = "python"\nmodule = "cmtools"\n'
+        "[sources.late]\n"
+        'type = "mcp"\n'
+        f"command = {json.dumps(sys.executable)}\n"
+        f"args = {json.dumps(args)}\n"
+        "timeout_ms = 60000\n" + extra
+    )
+    return spec
+
+
+async def _until(predicate: object, what: str) -> None:
+    import asyncio
+
+    for _ in range(1500):
+        if callable(predicate) and predicate():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"{what} did not happen")
+
+
+async def test_a_slow_source_does_not_hold_start_and_joins_the_catalog_later(
+    tmp_path: Path,
+) -> None:
+    spec = _late_spec(tmp_path)
+    cm = CodeMode.from_spec(load_spec(spec))
+    try:
+        await cm.start(grace_s=0.2)
+        health = {h.source: h for h in cm.health}
+        assert health["app"].status == HealthStatus.OK
+        assert health["late"].status == HealthStatus.CONNECTING
+        early = await cm.run("return await tools.late.echo({ text: 'x' });")
+        assert early.diagnostic is not None and early.diagnostic.code == "SOURCE_UNAVAILABLE"
+        ok = await cm.run("return (await tools.app.echo({ text: 'a' })).structuredContent;")
+        assert ok.ok and ok.value == {"text": "a"}
+
+        revision = cm.catalog.revision
+        (tmp_path / "gate").write_text("open")
+        await _until(lambda: cm.catalog.get("late", "echo") is not None, "the late source joining")
+        assert cm.catalog.revision != revision
+        assert {h.source: h.status for h in cm.health}["late"] == HealthStatus.OK
+        late = await cm.run("return (await tools.late.echo({ text: 'hi' })).structuredContent;")
+        assert late.ok, late.diagnostic
+    finally:
+        await cm.aclose()
+
+
+def test_codemode_check_reports_the_settled_state_of_a_slow_source(
+    tmp_path: Path, silent_port: int
+) -> None:
+    import subprocess
+    import sys
+
+    # The silent source's own connect timeout outlasts the server's start grace: check
+    # still waits for it and reports why it failed, never a transient "connecting".
+    spec = _late_spec(
+        tmp_path,
+        f'[sources.silent]\ntype = "mcp"\nurl = "http://127.0.0.1:{silent_port}/mcp"\n'
+        "timeout_ms = 6000\n",
+    )
+    (tmp_path / "gate").write_text("open")
+    completed = subprocess.run(
+        [sys.executable, "-m", "codemodekit", "check", "-c", str(spec)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    report = completed.stdout.split("connecting...")[-1]
+    assert completed.returncode == 1, completed.stdout + completed.stderr
+    lines = {line.split()[0]: line for line in report.splitlines() if line.startswith("  ")}
+    assert "ok" in lines["late"].split()
+    assert "unavailable" in lines["silent"].split() and "no answer" in lines["silent"]
