@@ -9,10 +9,13 @@ deadline denies the call (fail closed).
 from __future__ import annotations
 
 import asyncio
+import copy
+import dataclasses
 import fnmatch
 import inspect
 import logging
 import re
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
@@ -48,6 +51,15 @@ class PolicyDecision:
     reason: str | None = None
     """Model-visible when the call is denied: keep it short and free of secrets."""
 
+    def __post_init__(self) -> None:
+        # Catch a typo where it is written; a policy that raises still fails closed.
+        if self.decision not in ("allow", "deny"):
+            raise ValueError(
+                f"PolicyDecision: decision must be 'allow' or 'deny', got {self.decision!r}"
+            )
+        if self.reason is not None and not isinstance(self.reason, str):
+            raise TypeError("PolicyDecision: reason must be a string or None")
+
     @property
     def allowed(self) -> bool:
         return self.decision == "allow"
@@ -58,6 +70,24 @@ ToolPolicy: TypeAlias = Callable[[ToolCallRequest], "PolicyResult | Awaitable[Po
 
 ALLOW = PolicyDecision("allow")
 
+_BUILTIN: weakref.WeakSet[Callable[..., Any]] = weakref.WeakSet()
+"""Policies of this module, which never keep or change a request's arguments."""
+
+
+def _is_builtin(policy: ToolPolicy) -> bool:
+    try:
+        return policy in _BUILTIN
+    except TypeError:  # an unhashable callable object is a host policy
+        return False
+
+
+def _private_request(policy: ToolPolicy, request: ToolCallRequest) -> ToolCallRequest:
+    # A host policy gets its own copy of the validated arguments: whatever it does to
+    # them, the provider receives exactly what was validated and approved.
+    if isinstance(policy, RulesPolicy) or _is_builtin(policy):
+        return request
+    return dataclasses.replace(request, arguments=copy.deepcopy(dict(request.arguments)))
+
 
 def allow_all_tool_calls() -> ToolPolicy:
     """Allow every call. For examples and trusted environments: say so explicitly."""
@@ -65,6 +95,7 @@ def allow_all_tool_calls() -> ToolPolicy:
     def allow_all(_request: ToolCallRequest) -> PolicyDecision:
         return ALLOW
 
+    _BUILTIN.add(allow_all)
     return allow_all
 
 
@@ -74,6 +105,7 @@ def deny_all_tool_calls(reason: str = "tool calls are disabled by policy") -> To
     def deny_all(_request: ToolCallRequest) -> PolicyDecision:
         return decision
 
+    _BUILTIN.add(deny_all)
     return deny_all
 
 
@@ -118,7 +150,7 @@ async def decide(
 ) -> PolicyDecision:
     """Ask ``policy``; fail closed on anything but a valid decision."""
     try:
-        answer: Any = policy(request)
+        answer: Any = policy(_private_request(policy, request))
         if inspect.isawaitable(answer):
             async with asyncio.timeout(timeout_s):
                 answer = await answer

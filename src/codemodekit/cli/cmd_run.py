@@ -9,7 +9,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from codemodekit.cli.common import CliExit, add_config_argument, load_config, warn_unhealthy
+from codemodekit.cli.common import (
+    CliExit,
+    add_config_argument,
+    load_config,
+    quiet_library_logs,
+    warn_unhealthy,
+)
 from codemodekit.render import render_diagnostic
 from codemodekit.run import CodeMode, RunResult
 from codemodekit.sandbox.quickjs import QuickJsSandbox
@@ -41,6 +47,7 @@ def _run(args: argparse.Namespace) -> int:
     except CliExit as stop:
         print(stop.message, file=sys.stderr)
         return stop.code
+    quiet_library_logs()
     result = asyncio.run(_execute(spec, code))
     if args.json:
         print(json.dumps(result.to_json(), indent=2, ensure_ascii=False, default=str))

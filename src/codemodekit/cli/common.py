@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -57,6 +58,22 @@ def load_config(args: argparse.Namespace) -> Spec:
         return load_spec(path)
     except CodeModeError as exc:
         raise CliExit(2, str(exc)) from None
+
+
+def quiet_library_logs() -> None:
+    """Let only unexpected failures (with their correlation id) reach stderr as log lines.
+
+    Expected conditions, such as a source that is down, are reported by the command itself
+    (``warn_unhealthy``); without a handler Python's last-resort handler would print the
+    library's warnings a second time, unformatted.
+    """
+    logger = logging.getLogger("codemodekit")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("codemode: %(levelname)s %(message)s"))
+        handler.setLevel(logging.ERROR)
+        logger.addHandler(handler)
+        logger.propagate = False
 
 
 def warn_unhealthy(health: Iterable[SourceHealth]) -> None:

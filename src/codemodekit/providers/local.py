@@ -79,6 +79,8 @@ def define_tool(
     """
     if not callable(execute):
         raise TypeError("define_tool: execute must be callable")
+    if name is not None and (not isinstance(name, str) or not name):
+        raise ValueError("define_tool: name must be a non-empty string (or omitted)")
     if (input_schema is None) == (input_model is None):
         raise TypeError("define_tool: pass exactly one of input_schema or input_model")
     if input_model is not None:
@@ -164,6 +166,7 @@ def local(name: str, tools: Mapping[str, LocalTool] | Iterable[LocalTool]) -> Lo
     ``tools`` maps tool names to ``define_tool`` results, or is an iterable of tools that
     were given ``name=``.
     """
+    _check_source_name(name)
     if isinstance(tools, Mapping):
         table = dict(tools)
     else:
@@ -175,7 +178,21 @@ def local(name: str, tools: Mapping[str, LocalTool] | Iterable[LocalTool]) -> Lo
     for key, tool in table.items():
         if not isinstance(tool, LocalTool):
             raise TypeError(f"local(): {key!r} is not a tool made with define_tool")
+        if not isinstance(key, str) or not key:
+            raise ValueError(f"local(): tool names must be non-empty strings, got {key!r}")
     return LocalToolProvider(name, table)
+
+
+def _check_source_name(name: object) -> None:
+    # The same rule as `[sources.NAME]` in codemode.toml: the TOML file is only one way to
+    # write CodeMode's arguments, so a name it rejects must not slip in through Python.
+    if not isinstance(name, str) or not name:
+        raise ValueError("local(): a source name must be a non-empty string")
+    if "." in name or any(c.isspace() for c in name):
+        raise ValueError(
+            f"local(): invalid source name {name!r}: names become `tools.NAME` and must not "
+            "contain `.` or whitespace"
+        )
 
 
 def tools_of_module(module: object) -> dict[str, LocalTool]:
