@@ -1040,3 +1040,18 @@ async def test_tools_named_like_object_keys_are_callable(name: str) -> None:
         for address in addresses:
             r = await cm.run(f"return (await {address}({{}})).structuredContent;")
             assert r.ok and r.value == "called", (address, r.diagnostic)
+
+
+@pytest.mark.xfail(
+    reason="sandbox/prelude_console.js: with log_entries=3 the head takes 2 slots and the tail "
+    "is evicted to make room for the marker, so the newest entry is lost (DESIGN: head and "
+    "tail kept, one marker between)",
+    strict=True,
+)
+async def test_small_log_entry_limit_still_keeps_a_tail() -> None:
+    r = await _run("for (let i = 1; i <= 4; i++) console.log('m' + i);\nreturn 1;", log_entries=3)
+    assert r.ok
+    assert len(_markers(r.logs)) == 1
+    assert len(r.logs) <= 3
+    assert r.logs[0].message == "m1"
+    assert r.logs[-1].message == "m4"

@@ -8,13 +8,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import textwrap
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 
 from codemodekit import (
     CodeMode,
@@ -676,6 +677,8 @@ SECRET = "sk-live-REHEARSAL-4f9a8b7c"
 
 
 async def test_secret_bearing_exceptions_do_not_leak(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="codemodekit")
+
     def tool_error(_: dict[str, Any]) -> Any:
         raise ToolError("payment declined", cause=RuntimeError(f"gateway said key={SECRET}"))
 
@@ -713,9 +716,10 @@ async def test_secret_bearing_exceptions_do_not_leak(caplog: pytest.LogCaptureFi
     for r in (te, ar, aa, caught):
         assert SECRET not in json.dumps(r.to_json())
         assert SECRET not in repr(r)
-    # The full cause goes to the host log, which is trusted; correlation id connects them.
+    # The full cause goes to the host log, which is trusted; the correlation id connects them.
     assert ar.diagnostic is not None and ar.diagnostic.correlation_id
-    assert any(ar.diagnostic.correlation_id in rec.getMessage() for rec in caplog.records) or True
+    assert any(ar.diagnostic.correlation_id in rec.getMessage() for rec in caplog.records)
+    assert SECRET in caplog.text
 
 
 async def test_tool_error_with_code() -> None:
@@ -873,3 +877,71 @@ async def test_unhashable_callable_policy_object_works() -> None:
         r = await cm.run("return (await tools.app.write({ id: '1' })).structuredContent;")
     assert r.ok, r.diagnostic
     assert approver.seen == ["write"] and calls == ["write"]
+
+
+async def test_hung_sync_tools_do_not_starve_a_sibling_source() -> None:
+    # Invariant 4: a hanging source never takes down sibling sources. Threads of timed-out
+    # sync tools cannot be killed; they must not use up the threads other sources need.
+    gate = threading.Event()
+
+    def hang(_: dict[str, Any]) -> Any:
+        gate.wait(30)
+        return 1
+
+    stuck = local("stuck", {"hang": define_tool(description="h", input_schema=OBJ, execute=hang)})
+    fine = local("fine", {"echo": define_tool(description="e", input_schema=OBJ, execute=_echo)})
+    try:
+        async with CodeMode(
+            sources=[stuck, fine],
+            policy=allow_all_tool_calls(),
+            limits=Limits(tool_call_time_ms=300, max_tool_calls=64, max_concurrent_tool_calls=64),
+        ) as cm:
+            r = await cm.run(
+                "const ps = [];\nfor (let i = 0; i < 64; i++) ps.push(tools.stuck.hang({}).catch(e => e.code));\n"
+                "return [...new Set(await Promise.all(ps))];"
+            )
+            assert r.value == ["TOOL_TIMEOUT"]
+            sibling = await cm.run("return (await tools.fine.echo({ a: 1 })).structuredContent;")
+            assert sibling.ok, sibling.diagnostic
+            assert sibling.value == {"a": 1}
+            assert (
+                await asyncio.to_thread(lambda: "default executor free") == "default executor free"
+            )
+    finally:
+        gate.set()
+
+
+class Signup(BaseModel):
+    email: str
+
+    @field_validator("email")
+    @classmethod
+    def _has_at(cls, value: str) -> str:
+        if "@" not in value:
+            raise ValueError("email needs an @")
+        return value
+
+
+async def test_input_model_validator_refusal_is_input_invalid() -> None:
+    # The model is the tool's input contract; its validators' refusal is bad input, not a
+    # host fault (TOOL_INTERNAL_ERROR would hide the reason from the model).
+    async with CodeMode(
+        sources=[
+            local(
+                "app",
+                {
+                    "signup": define_tool(
+                        description="s", input_model=Signup, execute=lambda m: m.email
+                    )
+                },
+            )
+        ],
+        policy=allow_all_tool_calls(),
+    ) as cm:
+        bad = await cm.run(
+            "try { await tools.app.signup({ email: 'nobody' }); } catch (e) { return [e.code, e.message]; }"
+        )
+        good = await cm.run("return (await tools.app.signup({ email: 'a@b' })).structuredContent;")
+    assert bad.value[0] == "TOOL_INPUT_INVALID"
+    assert "email needs an @" in bad.value[1] and "email" in bad.value[1]
+    assert good.value == "a@b"

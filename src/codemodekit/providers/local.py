@@ -8,17 +8,21 @@ A sync function runs in a worker thread so it never blocks the event loop.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import importlib
 import inspect
 import sys
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
-from codemodekit.errors import SourceUnavailable
+from codemodekit.catalog import tool_address
+from codemodekit.errors import Diagnostic, ErrorCode, SourceUnavailable
 from codemodekit.providers.base import (
     CallContext,
     Discovery,
@@ -28,6 +32,7 @@ from codemodekit.providers.base import (
     ToolOutput,
     ToolSpec,
 )
+from codemodekit.sandbox.base import ToolCallRejected
 
 ToolFunction = Callable[[Any], Any]
 
@@ -58,6 +63,10 @@ class LocalTool:
 def _qualname(fn: Callable[..., Any]) -> str:
     module = getattr(fn, "__module__", None) or "?"
     return f"{module}.{getattr(fn, '__qualname__', type(fn).__name__)}"
+
+
+SYNC_WORKERS_PER_SOURCE = 32
+"""Worker threads a source may use for sync tools (created on demand)."""
 
 
 def define_tool(
@@ -126,6 +135,19 @@ class LocalToolProvider:
         self._name = name
         self._tools = dict(tools)
         self._closed = False
+        self._executor: ThreadPoolExecutor | None = None
+
+    def _threads(self) -> ThreadPoolExecutor:
+        # Each source has its own worker threads. A sync tool that hangs past its timeout
+        # keeps its thread (threads cannot be killed); on the loop's shared default
+        # executor (a handful of threads on a small machine) a few of them would starve
+        # every sibling source's sync tools, and anything else using asyncio.to_thread.
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(
+                max_workers=SYNC_WORKERS_PER_SOURCE,
+                thread_name_prefix=f"codemode-tool-{self._name}",
+            )
+        return self._executor
 
     @property
     def name(self) -> str:
@@ -142,15 +164,43 @@ class LocalToolProvider:
             raise SourceUnavailable(f"source {self._name!r} has no tool {name!r}")
         args: Any = arguments
         if tool.input_model is not None:
-            args = tool.input_model.model_validate(arguments)
+            try:
+                args = tool.input_model.model_validate(arguments)
+            except ValidationError as exc:
+                raise self._input_invalid(name, exc) from None
         if _is_async(tool.execute):
             result = await tool.execute(args)
         else:
-            result = await asyncio.to_thread(tool.execute, args)
+            loop = asyncio.get_running_loop()
+            call = functools.partial(contextvars.copy_context().run, tool.execute, args)
+            result = await loop.run_in_executor(self._threads(), call)
             if inspect.isawaitable(result):
                 result = await result
         value = _to_json_value(result)
         return ToolOutput(structured_content=value)
+
+    def _input_invalid(self, name: str, exc: ValidationError) -> ToolCallRejected:
+        # The model's own validators (field_validator, custom types) go beyond its JSON
+        # Schema, which the bridge already enforced: their refusal is still bad input, so
+        # the model sees TOOL_INPUT_INVALID with the field, not an internal error.
+        address = tool_address(self._name, name)
+        errors = exc.errors(include_url=False, include_input=False)
+        first = errors[0] if errors else {"loc": (), "msg": str(exc)}
+        path = "$" + "".join(
+            f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"]
+        )
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        reason = str(first["msg"])[:300]  # bounded: validator messages are user-written
+        message = f"invalid input for {address} at {path}: {reason}{more}"
+        return ToolCallRejected(
+            Diagnostic(
+                ErrorCode.TOOL_INPUT_INVALID,
+                message,
+                tool=address,
+                source=self._name,
+                details=(("path", path),),
+            )
+        )
 
     def health(self) -> SourceHealth:
         status = HealthStatus.CLOSED if self._closed else HealthStatus.OK
@@ -158,6 +208,10 @@ class LocalToolProvider:
 
     async def aclose(self) -> None:
         self._closed = True
+        if self._executor is not None:
+            # Never wait for a hung tool; queued calls are dropped.
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
 
 
 def local(name: str, tools: Mapping[str, LocalTool] | Iterable[LocalTool]) -> LocalToolProvider:
