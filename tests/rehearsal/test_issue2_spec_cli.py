@@ -351,3 +351,39 @@ def test_limits_reject_non_integers(bad: Any) -> None:
 def test_limits_equal_and_hashable() -> None:
     assert Limits(log_entries=5) == Limits(log_entries=5)
     assert hash(Limits(log_entries=5)) == hash(Limits(log_entries=5))
+
+
+def test_a_very_long_offending_line_still_fits_one_screen(tmp_path: Path) -> None:
+    path = tmp_path / "codemode.toml"
+    path.write_text(
+        HEAD + POLICY + '[sources.s]\ntype = "mcp"\ncommand = "x"\n'
+        'args = ["' + "a" * 3000 + '", 5]\n'
+    )
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    text = str(info.value)
+    lines = text.splitlines()
+    assert lines[0].startswith(str(path) + ":8:3013: sources.s.args[1]:") or ":8:3013:" in lines[0]
+    assert max(len(line) for line in lines) <= 160
+    # The caret still sits under the offending value.
+    quoted, caret = lines[1], lines[2]
+    assert quoted[caret.index("^")] == "5"
+
+
+def test_deeply_nested_values_are_a_spec_error_not_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "codemode.toml"
+    path.write_text(HEAD + POLICY + "x = " + "[" * 2000 + "]" * 2000 + "\n")
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    assert "codemode.toml:5:" in str(info.value)
+    r = _codemode("check", cwd=tmp_path)
+    assert r.returncode == 1
+    assert "Traceback" not in r.stderr and len(r.stderr.splitlines()) <= 25
+
+
+def test_empty_command_reads_like_the_other_empty_values(tmp_path: Path) -> None:
+    path = tmp_path / "codemode.toml"
+    path.write_text(HEAD + POLICY + '[sources.s]\ntype = "mcp"\ncommand = ""\n')
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    assert "sources.s.command: must not be empty" in str(info.value)

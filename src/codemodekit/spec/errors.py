@@ -67,12 +67,27 @@ class SpecIssue:
         if self.excerpt is None:
             return head
         gutter = " " * len(str(self.line))
-        pad = "".join("\t" if c == "\t" else " " for c in self.excerpt[: self.caret_column - 1])
-        return (
-            f"{head}\n"
-            f" {self.line} | {self.excerpt}\n"
-            f" {gutter} | {pad}{'^' * max(1, self.caret_length)}"
+        excerpt, caret_column, caret_length = _window(
+            self.excerpt, self.caret_column, max(1, self.caret_length)
         )
+        pad = "".join("\t" if c == "\t" else " " for c in excerpt[: caret_column - 1])
+        return f"{head}\n {self.line} | {excerpt}\n {gutter} | {pad}{'^' * caret_length}"
+
+
+EXCERPT_WIDTH = 100
+"""Characters of the offending line shown; a longer line is cut around the caret."""
+
+
+def _window(excerpt: str, caret_column: int, caret_length: int) -> tuple[str, int, int]:
+    # One screen: a 5,000-character line would wrap over a whole terminal.
+    if len(excerpt) <= EXCERPT_WIDTH:
+        return excerpt, caret_column, caret_length
+    start = max(0, min(caret_column - 1 - EXCERPT_WIDTH // 3, len(excerpt) - EXCERPT_WIDTH))
+    end = start + EXCERPT_WIDTH
+    shown = ("…" if start > 0 else "") + excerpt[start:end] + ("…" if end < len(excerpt) else "")
+    column = caret_column - start + (1 if start > 0 else 0)
+    length = max(1, min(caret_length, end - (caret_column - 1)))
+    return shown, column, length
 
 
 class SpecError(CodeModeError):

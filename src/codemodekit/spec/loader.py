@@ -71,6 +71,9 @@ def parse_spec(text: str, *, file: str | os.PathLike[str] = "codemode.toml") -> 
     except tomllib.TOMLDecodeError as exc:
         source = SourceText(text, _scan(text))
         raise SpecError(file, [_syntax_issue(str(exc), text, source)]) from None
+    except RecursionError:
+        # tomllib parses nested arrays and inline tables recursively.
+        raise SpecError(file, [_too_deep(text)]) from None
     try:
         raw = RawSpec.model_validate(data)
     except ValidationError as exc:
@@ -104,6 +107,36 @@ def _ordered(issues: list[SpecIssue]) -> list[SpecIssue]:
 
 
 # --- TOML syntax errors -----------------------------------------------------------------
+
+
+def _too_deep(text: str) -> SpecIssue:
+    """Point at the first bracket past a depth no spec needs (strings are skipped)."""
+    depth = 0
+    quote = ""
+    for number, line in enumerate(text.splitlines(), start=1):
+        for index, char in enumerate(line):
+            if quote:
+                quote = "" if char == quote else quote
+            elif char in "\"'":
+                quote = char
+            elif char == "#":
+                break
+            elif char in "[{":
+                depth += 1
+                if depth > MAX_NESTING:
+                    return SpecIssue(
+                        number,
+                        index + 1,
+                        "",
+                        f"arrays or inline tables nest more than {MAX_NESTING} levels deep",
+                    )
+            elif char in "]}":
+                depth = max(0, depth - 1)
+        quote = ""
+    return SpecIssue(1, 1, "", "arrays or inline tables nest too deeply")
+
+
+MAX_NESTING = 50
 
 
 def _syntax_issue(message: str, text: str, source: SourceText) -> SpecIssue:

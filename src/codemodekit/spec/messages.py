@@ -67,7 +67,7 @@ def describe_error(error: ErrorDetails, source: SourceText) -> SpecIssue:
         return source.issue(loc, f"expected a table, got {toml_type(value)}")
     if kind == "literal_error":
         return source.issue(loc, _not_one_of(loc, tag, value, secret))
-    if kind == "string_too_short":
+    if kind == "string_too_short" or (kind == "too_short" and value in ("", [], {})):
         return source.issue(loc, "must not be empty")
     if kind == "string_pattern_mismatch" and loc[-1:] == ("module",):
         return source.issue(loc, "expected a dotted Python module name, such as `myapp.tools`")
