@@ -4,15 +4,26 @@ from __future__ import annotations
 
 from codemodekit.errors import Diagnostic
 
+EXCERPT_WIDTH = 100
+"""Characters of the offending line shown; a longer line is cut around the column."""
+
 
 def source_excerpt(source: str, line: int, column: int) -> str:
     """The offending line of ``source`` with a caret under ``column`` (both 1-based)."""
     lines = source.splitlines()
     if not 1 <= line <= len(lines):
         return ""
-    text = lines[line - 1].expandtabs(1)
+    text = lines[line - 1].expandtabs(1)  # one column per tab keeps columns aligned
+    offset = max(column, 1) - 1
+    if len(text) > EXCERPT_WIDTH:
+        # Minified or generated code can put thousands of characters on one line.
+        start = max(0, min(offset - EXCERPT_WIDTH // 3, len(text) - EXCERPT_WIDTH))
+        end = start + EXCERPT_WIDTH
+        prefix = "…" if start > 0 else ""
+        text = prefix + text[start:end] + ("…" if end < len(text) else "")
+        offset = offset - start + len(prefix)
     width = len(str(line))
-    caret = " " * (max(column, 1) - 1) + "^"
+    caret = " " * offset + "^"
     return f"{line:>{width}} | {text}\n{'':>{width}} | {caret}"
 
 

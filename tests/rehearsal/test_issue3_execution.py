@@ -1101,3 +1101,16 @@ async def test_very_large_limits_behave_as_no_practical_limit(name: str) -> None
     assert r.ok, r.diagnostic
     assert r.value == {"q": 1}
     assert [e.message for e in r.logs] == ["x"]
+
+
+def test_cli_run_caret_on_a_very_long_line(project: Path) -> None:
+    (project / "long.ts").write_text("const s = '" + "a" * 3000 + "'; throw new Error('far');\n")
+    r = _codemode("run", "long.ts", cwd=project)
+    assert r.returncode == 1
+    lines = r.stderr.splitlines()
+    assert all(len(line) <= 200 for line in lines), max(len(line) for line in lines)
+    m = re.search(r"long\.ts:1:(\d+)", r.stderr)
+    assert m and int(m.group(1)) > 3000
+    idx = next(i for i, line in enumerate(lines) if line.startswith("1 | "))
+    quoted, caret = lines[idx], lines[idx + 1]
+    assert quoted[caret.index("^") :].startswith(("Error", "new Error", "throw"))
