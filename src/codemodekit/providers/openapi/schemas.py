@@ -59,6 +59,12 @@ _DROPPED = frozenset(
     }
 )
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
+MAX_TOOL_DEFS = 64
+"""Most ``$defs`` one tool schema carries. Large, densely linked descriptions (Microsoft
+Graph: 11,000 operations over 2,600 interlinked components) otherwise give single tools
+closures of hundreds of components and the catalog gigabytes of schema text. The nearest
+components (fewest ``$ref`` hops from the tool) are kept; references beyond the bound
+become ``{}``, an unknown value, as an unresolved construct would."""
 
 
 class SchemaConverter:
@@ -93,11 +99,36 @@ class SchemaConverter:
             schema = {}
         elif schema is False:
             schema = {"not": {}}
-        out: dict[str, Any] = {"$schema": DRAFT_2020_12, **schema}
         closure = self.closure(deps)
+        if len(closure) > MAX_TOOL_DEFS:
+            kept = self._nearest(deps, MAX_TOOL_DEFS)
+            out: dict[str, Any] = {"$schema": DRAFT_2020_12, **_cut(schema, kept)}
+            out["$defs"] = {
+                name: _cut(self.defs[name], kept) if self._deps.get(name, set()) - kept
+                # an untouched component stays shared with the other tools
+                else self.defs[name]
+                for name in sorted(kept)
+            }
+            return out
+        out = {"$schema": DRAFT_2020_12, **schema}
         if closure:
             out["$defs"] = {name: self.defs[name] for name in sorted(closure)}
         return out
+
+    def _nearest(self, deps: set[str], limit: int) -> set[str]:
+        """Up to ``limit`` components, breadth-first from ``deps`` (deterministic order)."""
+        kept: set[str] = set()
+        level = sorted(deps)
+        while level and len(kept) < limit:
+            following: set[str] = set()
+            for name in level:
+                if len(kept) >= limit:
+                    break
+                if name not in kept:
+                    kept.add(name)
+                    following.update(self._deps.get(name, ()))
+            level = sorted(following - kept)
+        return kept
 
     def closure(self, deps: set[str]) -> set[str]:
         seen: set[str] = set()
@@ -246,6 +277,18 @@ class SchemaConverter:
             if isinstance(prop, Mapping) and prop.get(flag) is True:
                 hidden.add(name)
         return [r for r in required if r not in hidden]
+
+
+def _cut(node: Any, kept: set[str]) -> Any:
+    """A copy of ``node`` whose references to components outside ``kept`` are ``{}``."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] not in kept:
+            return {}
+        return {key: _cut(value, kept) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_cut(item, kept) for item in node]
+    return node
 
 
 def _as_object(schema: Any) -> dict[str, Any]:
