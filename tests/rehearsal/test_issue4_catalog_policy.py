@@ -9,6 +9,8 @@ import asyncio
 import contextlib
 import json
 import logging
+import subprocess
+import sys
 import textwrap
 import threading
 from pathlib import Path
@@ -945,3 +947,38 @@ async def test_input_model_validator_refusal_is_input_invalid() -> None:
     assert bad.value[0] == "TOOL_INPUT_INVALID"
     assert "email needs an @" in bad.value[1] and "email" in bad.value[1]
     assert good.value == "a@b"
+
+
+def test_python_module_beside_the_spec_is_found_from_another_folder(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    _write_module(
+        project,
+        "rehearsal_beside_spec",
+        """
+        from codemodekit import define_tool
+        ping = define_tool(description="p", input_schema={"type": "object"}, execute=lambda a: "pong")
+        """,
+    )
+    _write_spec(
+        project,
+        """
+        version = 1
+        name = "m"
+        [policy]
+        default = "allow"
+        [sources.app]
+        type = "python"
+        module = "rehearsal_beside_spec"
+        """,
+    )
+    (tmp_path / "s.ts").write_text("return (await tools.app.ping({})).structuredContent;\n")
+    r = subprocess.run(
+        [sys.executable, "-m", "codemodekit", "run", "s.ts", "-c", "proj"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "pong"
