@@ -8,7 +8,9 @@ only when that file lies inside the document's own folder (or below it).
 from __future__ import annotations
 
 import datetime
+import itertools
 import json
+import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +20,8 @@ from urllib.parse import unquote, urldefrag, urlparse
 import yaml
 
 from codemodekit.errors import SourceUnavailable
+
+log = logging.getLogger(__name__)
 
 MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 """Larger documents are refused instead of exhausting memory (GitHub's is 13 MB)."""
@@ -234,6 +238,7 @@ def check_structure(root: dict[str, Any], version: str, name: str) -> None:
     ``jsonschema`` implementation confirms and explains (its ``best_match`` names the
     precise place). Only confirmed errors reject the document: the fast backend also
     asserts ECMA-262 ``format: regex``, which refuses patterns OpenAPI 3.0 allows.
+    Confirmed errors that all lie inside Schema Objects are logged and tolerated.
 
     The library's deeper keyword pass (examples and defaults against their schemas,
     parameter bookkeeping) is not run: it takes seconds on large documents and its
@@ -255,21 +260,86 @@ def check_structure(root: dict[str, Any], version: str, name: str) -> None:
 
     meta_schema = get_schema_content(version)
     reference = jsonschema.validators.validator_for(meta_schema)(meta_schema)
-    best = best_match(reference.iter_errors(root))
-    if best is None:
+    errors = list(itertools.islice(reference.iter_errors(root), _MAX_CONFIRMED_ERRORS))
+    if not errors:
         return
-    while best.context:  # oneOf/anyOf: the closest branch's own complaint is the useful one
-        deeper = best_match(best.context)
-        if deeper is None:
-            break
-        best = deeper
-    message = str(best.message)
-    if len(message) > 300:
-        message = message[:297] + "..."
+    if len(errors) < _MAX_CONFIRMED_ERRORS and all(_harmless(error) for error in errors):
+        # Real descriptions often carry small Schema Object slips (`pattern: 0`, a 3.1
+        # `type: 'null'` in a 3.0 document, `required: true` on a property) or an extra
+        # top-level field. They do not change how an operation is called: the schema is
+        # converted as far as it makes sense (a construct it cannot use is an unknown
+        # value, and the catalog quarantines a tool whose schema stays unusable), instead
+        # of refusing every operation of the API. Anything else still rejects it.
+        first = _example(errors[0])
+        log.warning(
+            "%s: %d Schema Object problem(s) tolerated, e.g. at %s: %s",
+            name,
+            len(errors),
+            _error_path(iter(first.absolute_path)),
+            _short(str(first.message)),
+        )
+        return
+    serious = [error for error in errors if not _harmless(error)] or errors
+    best = _leaf(best_match(serious), best_match)
     raise SourceUnavailable(
         f"{name}: invalid OpenAPI {version} document at "
-        f"{_error_path(iter(best.absolute_path))}: {message}"
+        f"{_error_path(iter(best.absolute_path))}: {_short(str(best.message))}"
     )
+
+
+_MAX_CONFIRMED_ERRORS = 200
+
+
+def _leaf(error: Any, best_match: Any) -> Any:
+    """oneOf/anyOf: the closest branch's own complaint is the useful one."""
+    while error.context:
+        deeper = best_match(error.context)
+        if deeper is None:
+            break
+        error = deeper
+    return error
+
+
+def _harmless(error: Any) -> bool:
+    """Whether the error lies inside a Schema Object (a ``schema`` or ``components.schemas``),
+    or is an unknown field of the document root or its descriptive parts.
+
+    A oneOf/anyOf failure is harmless when one of its branches failed only harmlessly; the
+    branch that merely misses ``$ref`` (the object is not a Reference) does not count.
+    """
+    if error.context:
+        branches: dict[Any, list[Any]] = {}
+        for sub in error.context:
+            branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+        return any(
+            all(_harmless(sub) for sub in subs)
+            for subs in branches.values()
+            if not all(_missing_ref(sub) for sub in subs)
+        )
+    path = list(error.absolute_path)
+    if "schema" in path or (path[:2] == ["components", "schemas"] and len(path) >= 3):
+        return True
+    return error.validator == "additionalProperties" and (
+        not path or path[0] in ("info", "tags", "externalDocs")
+    )
+
+
+def _example(error: Any) -> Any:
+    """The innermost tolerated complaint under ``error`` (for the log line)."""
+    while error.context:
+        inner = [s for s in error.context if _harmless(s) and not _missing_ref(s)]
+        if not inner:
+            break
+        error = inner[0]
+    return error
+
+
+def _missing_ref(error: Any) -> bool:
+    return error.validator == "required" and "'$ref'" in error.message
+
+
+def _short(message: str) -> str:
+    return message if len(message) <= 300 else message[:297] + "..."
 
 
 def load_document(path: Path) -> OpenApiDocument:
