@@ -212,10 +212,12 @@ def check_style(
         items = _items(schema, converter, base)
         item_kinds = schema_kinds(items, converter, base) if items is not None else None
         if item_kinds is not None and item_kinds & {"array", "object"}:
-            raise Unsupported(f"{label}: arrays of arrays or objects have no defined {style} form")
+            raise Unsupported(
+                f"{label}: arrays of arrays or objects have no defined serialization in style {style!r}"
+            )
     if kinds is not None and "object" in kinds and _has_nested_properties(schema, converter, base):
         raise Unsupported(
-            f"{label}: objects with nested objects or arrays have no defined {style} form"
+            f"{label}: objects with nested objects or arrays have no defined serialization in style {style!r}"
         )
 
 
