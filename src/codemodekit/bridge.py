@@ -58,7 +58,8 @@ def _suggest(word: str, candidates: list[str]) -> str:
 
 
 def _json_size(value: Any) -> int:
-    """UTF-8 size of ``value`` as JSON; raises ValueError/TypeError for non-JSON data."""
+    """UTF-8 size of ``value`` as JSON; raises ValueError/TypeError for non-JSON data and
+    RecursionError for data nested deeper than the encoder goes."""
     text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     return len(text.encode("utf-8"))
 
@@ -182,10 +183,11 @@ class ToolBridge:
             )
         try:
             size = _json_size(arguments)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError) as exc:
+            reason = "nest too deeply" if isinstance(exc, RecursionError) else "are not JSON data"
             raise self._reject(
                 ErrorCode.TOOL_INPUT_INVALID,
-                f"the arguments of {address} are not JSON data",
+                f"the arguments of {address} {reason}",
                 address=address,
                 source=source,
             ) from None
@@ -260,7 +262,7 @@ class ToolBridge:
                     call_id,
                     exc.cause or exc.__cause__,
                 )
-            details = (("upstream_code", exc.code),) if exc.code else ()
+            details = (("upstream_code", bounded(exc.code, 200)),) if exc.code else ()
             raise self._reject(
                 ErrorCode.TOOL_ERROR, exc.message, address=address, source=source, details=details
             ) from None
@@ -324,8 +326,11 @@ class ToolBridge:
             result["structuredContent"] = output.structured_content
         try:
             size = _json_size(result)
-        except (TypeError, ValueError) as exc:
-            reason = "is circular" if "ircular" in str(exc) else "is not JSON data"
+        except (TypeError, ValueError, RecursionError) as exc:
+            if isinstance(exc, RecursionError):
+                reason = "nests too deeply (some hundreds of levels at most)"
+            else:
+                reason = "is circular" if "ircular" in str(exc) else "is not JSON data"
             raise self._reject(
                 ErrorCode.TOOL_RESULT_INVALID,
                 f"the result of {address} {reason}",

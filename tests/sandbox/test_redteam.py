@@ -8,6 +8,7 @@ import asyncio
 import pytest
 
 from codemodekit.errors import ErrorCode
+from codemodekit.sandbox import _engine
 from codemodekit.sandbox._workers import JsWorkers
 from codemodekit.sandbox.quickjs import QuickJsSandbox
 from tests.conformance.sandbox.harness import code_of, run
@@ -35,20 +36,63 @@ async def test_a_cancelled_run_gives_its_worker_back(one_worker: JsWorkers) -> N
     assert outcome.ok and outcome.value == 1
 
 
+@pytest.mark.parametrize("offload", ["thread", "inline"])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "while (true) { try { for (;;) {} } catch (e) {} }",
+        "const keep = []; for (;;) { try { keep.push(String(keep.length)) } catch (e) {} }",
+    ],
+    ids=["catch-all", "catch-all-allocating"],
+)
+async def test_a_tripped_catch_all_loop_still_ends_at_its_compute_limit(
+    monkeypatch: pytest.MonkeyPatch, offload: str, code: str
+) -> None:
+    # Trip every slice at once: the heap must not stay too small for the engine's
+    # uncatchable "interrupted" error, or a loop that swallows every error never ends.
+    monkeypatch.setattr(_engine, "GRACE_S", -3600.0)
+    sandbox = QuickJsSandbox(offload=offload, prewarm=0)  # type: ignore[arg-type]
+    outcome = await run(sandbox, code, compute_time_ms=300)
+    assert code_of(outcome) is ErrorCode.COMPUTE_LIMIT
+    monkeypatch.undo()
+    after = await run(sandbox, "return 1")
+    assert after.ok and after.value == 1
+
+
 async def test_the_wall_limit_of_the_facade_frees_the_worker(one_worker: JsWorkers) -> None:
     from codemodekit import CodeMode, Limits, allow_all_tool_calls
 
     sandbox = QuickJsSandbox(workers=one_worker, prewarm=0)
-    limits = Limits(compute_time_ms=600_000, wall_time_ms=300)
+    limits = Limits(compute_time_ms=600_000, wall_time_ms=3_000)
     async with CodeMode(
         sources=[], policy=allow_all_tool_calls(), limits=limits, sandbox=sandbox
     ) as cm:
         first = await cm.run(SLOW_LOOP)
         assert first.diagnostic is not None and first.diagnostic.code is ErrorCode.WALL_LIMIT
-        second = await asyncio.wait_for(cm.run("return 2"), 60)
+        # Needs the only worker, within the same wall limit.
+        second = await cm.run("return 2")
         assert second.ok and second.value == 2
 
 
 async def test_a_tripped_slice_reports_the_compute_limit_not_memory() -> None:
     outcome = await run(QuickJsSandbox(offload="thread"), SLOW_LOOP, compute_time_ms=200)
     assert code_of(outcome) is ErrorCode.COMPUTE_LIMIT
+
+
+@pytest.mark.parametrize("offload", ["thread", "inline"])
+async def test_nesting_past_the_host_decoder_has_stable_codes(offload: str) -> None:
+    sandbox = QuickJsSandbox(offload=offload)  # type: ignore[arg-type]
+    build = "let a = []; for (let i = 0; i < 1200; i++) a = [a];\n"
+    caught = await run(
+        sandbox,
+        build + "try { await tools.t.echo({ a }) } catch (e) { return [e.code, e.tool] }",
+    )
+    assert caught.value == ["TOOL_INPUT_INVALID", "tools.t.echo"]
+    uncaught = await run(sandbox, build + "await tools.t.echo({ a })")
+    assert code_of(uncaught) is ErrorCode.TOOL_INPUT_INVALID
+    assert uncaught.diagnostic is not None and uncaught.diagnostic.location is not None
+    returned = await run(sandbox, build + "return a")
+    assert code_of(returned) is ErrorCode.RESULT_NOT_SERIALIZABLE
+    # Below the decoder's depth everything still works.
+    fine = await run(sandbox, "let a = []; for (let i = 0; i < 500; i++) a = [a]; return a")
+    assert fine.ok

@@ -64,6 +64,8 @@ class ToolCall:
     source: str
     tool: str
     arguments: Any
+    problem: str | None = None
+    """Why the host could not decode the arguments; the call is rejected without dispatch."""
 
 
 @dataclass(slots=True)
@@ -99,6 +101,26 @@ def _loads(text: str) -> Any:
     return value
 
 
+TOO_DEEP = "deeper than the host's JSON decoder allows (some hundreds of levels)"
+_CALL_HEAD = re.compile(r'\[(\d+),("(?:[^"\\]|\\.)*"),("(?:[^"\\]|\\.)*"),')
+
+
+def _tool_call(line: str) -> ToolCall | None:
+    """One queued call, ``[id, source, tool, arguments]`` as JSON text."""
+    try:
+        c = _loads(line)
+    except RecursionError:
+        # Arguments nested deeper than Python's decoder goes: the call fails on its own.
+        head = _CALL_HEAD.match(line)
+        if head is None:  # pragma: no cover - the prelude always writes this shape
+            return None
+        source, tool = json.loads(head.group(2)), json.loads(head.group(3))
+        return ToolCall(int(head.group(1)), source, tool, None, f"the arguments nest {TOO_DEEP}")
+    if isinstance(c, list) and len(c) == 4:
+        return ToolCall(int(c[0]), str(c[1]), str(c[2]), c[3])
+    return None  # pragma: no cover - the prelude always writes this shape
+
+
 def _bounded(message: str) -> str:
     message = message.strip()
     if len(message) > MESSAGE_CHARS:
@@ -120,6 +142,7 @@ class Engine:
         self._port: Any = None
         self._slice: Slice | None = None
         self._interrupted = False
+        self._heap_limit = 0  # 0: none yet (the prelude runs before the limits apply)
         try:
             # The prelude is the host's code: it runs before the limits apply and its time
             # is not the user's compute.
@@ -137,6 +160,7 @@ class Engine:
             self.close()
             raise
         self._ctx.set_memory_limit(limits.memory_bytes)
+        self._heap_limit = limits.memory_bytes
         self._ctx.set_max_stack_size(min(limits.stack_bytes, stack_cap))
         self._budget = limits.compute_time_ms / 1000
         self._used = 0.0
@@ -166,7 +190,9 @@ class Engine:
         self._ctx.set_time_limit(remaining)
         # Operators and most natives never poll for the time limit: the watchdog ends a
         # slice that overruns its budget from outside (see _watchdog.py).
-        running = WATCHDOG.enter(self._ctx, time.monotonic() + remaining + GRACE_S)
+        running = WATCHDOG.enter(
+            self._ctx, time.monotonic() + remaining + GRACE_S, self._heap_limit
+        )
         self._slice = running
         if self._interrupted:
             WATCHDOG.trip(running)
@@ -234,14 +260,11 @@ class Engine:
 
     def _advance(self) -> Step:
         self._pump()
-        packet = _loads(self._call("drain", MAX_CALLS_PER_SLICE))
-        if not isinstance(packet, dict) or "c" not in packet:
+        head, *lines = self._call("drain", MAX_CALLS_PER_SLICE).split("\n")
+        packet = _loads(head)
+        if not isinstance(packet, dict) or "s" not in packet:
             raise EngineFault(self._port_fault(packet, "drain"))
-        calls = [
-            ToolCall(int(c[0]), str(c[1]), str(c[2]), c[3])
-            for c in packet["c"]
-            if isinstance(c, list) and len(c) == 4
-        ]
+        calls = [call for line in lines if (call := _tool_call(line)) is not None]
         if packet["s"] != 0:
             # The run is over; calls queued in its last slice are never dispatched.
             return self._finish()
@@ -260,8 +283,14 @@ class Engine:
             if size > self.limits.final_result_bytes:
                 step.diagnostic = self._too_large(f"{size} bytes")
             else:
-                step.ok = True
-                step.value = _loads(raw[1:])
+                try:
+                    step.value = _loads(raw[1:])
+                    step.ok = True
+                except RecursionError:
+                    step.diagnostic = Diagnostic(
+                        ErrorCode.RESULT_NOT_SERIALIZABLE,
+                        f"the returned value nests {TOO_DEEP}; return a flatter value",
+                    )
             return self._with_logs(step)
         report = _loads(raw)
         kind = report.get("k")
@@ -298,7 +327,8 @@ class Engine:
             return ()
         # The logs were bounded as they were written; reading them out is the host's work,
         # so it gets its own small budget and some heap headroom after an out-of-memory.
-        self._ctx.set_memory_limit(self.limits.memory_bytes + HEADROOM_BYTES)
+        self._heap_limit = self.limits.memory_bytes + HEADROOM_BYTES
+        self._ctx.set_memory_limit(self._heap_limit)
         self._budget = self._used + HOST_BUDGET_S
         try:
             raw = _loads(self._call("logs"))

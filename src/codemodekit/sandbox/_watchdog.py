@@ -4,10 +4,14 @@ QuickJS checks the time limit only every 10,000 polls (loop back-edges, calls). 
 and natives do not poll: a loop of ``%`` on two huge BigInts (≈0.2 s each) runs ≈30 minutes
 before its first check, pinning a worker thread long after the run was reported over.
 Nothing can interrupt the engine from outside, but its heap limit is a plain field that
-every allocation reads: the watchdog drops it to one byte, so the next allocation fails,
-the failures unwind quickly and the (already expired) time limit fires at the next check.
-A slice that allocates nothing (comparing two huge strings in a loop) still runs until
-its next time check; that residue is bounded by the heap size (ADR 0005).
+every allocation reads. The watchdog *pulses* it: one byte for ``LOW_S`` (longer than
+most single operations), so the next operation fails at its first allocation and the
+failure unwinds; then the run's own limit for ``HIGH_S``, so that the (already expired) time
+limit can allocate its uncatchable "interrupted" error at its next check. A heap left at one
+byte would turn that error into a catchable out-of-memory, and a loop that catches
+everything would never end. The pulses repeat while the slice overruns. What this cannot stop (ADR 0005): a loop that catches every
+error *and* runs slow unpolled operations, or one that allocates nothing (comparing two
+huge strings), still runs until its next time check.
 
 One daemon thread serves every engine. It ticks only while slices are registered.
 """
@@ -21,18 +25,24 @@ from typing import Any
 TICK_S = 0.02
 """How often a registered slice's deadline is checked."""
 TRIP_BYTES = 1
-"""The heap limit a tripped slice gets: any allocation fails."""
+"""The heap limit during a pulse: any allocation fails."""
+LOW_S = 1.0
+"""How long a pulse keeps the heap at ``TRIP_BYTES``."""
+HIGH_S = 0.1
+"""How long the run's own heap limit is back between two pulses."""
 
 
 class Slice:
     """One entry into JavaScript, registered while it runs."""
 
-    __slots__ = ("ctx", "deadline", "tripped")
+    __slots__ = ("ctx", "deadline", "heap", "low", "tripped")
 
-    def __init__(self, ctx: Any, deadline: float) -> None:
+    def __init__(self, ctx: Any, deadline: float, heap: int) -> None:
         self.ctx = ctx
         self.deadline = deadline
+        self.heap = heap
         self.tripped = False
+        self.low = False
 
 
 class Watchdog:
@@ -42,9 +52,10 @@ class Watchdog:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def enter(self, ctx: Any, deadline: float) -> Slice:
-        """Register a slice that must end by ``deadline`` (``time.monotonic()``)."""
-        entry = Slice(ctx, deadline)
+    def enter(self, ctx: Any, deadline: float, heap: int) -> Slice:
+        """Register a slice that must end by ``deadline`` (``time.monotonic()``) and runs
+        under the heap limit ``heap``."""
+        entry = Slice(ctx, deadline, heap)
         with self._lock:
             self._active[id(entry)] = entry
             if self._thread is None:
@@ -66,14 +77,24 @@ class Watchdog:
     def trip(self, entry: Slice) -> None:
         """Trip a registered slice now (its run was cancelled or timed out)."""
         with self._lock:
-            if id(entry) in self._active:
-                self._trip_locked(entry)
+            if id(entry) in self._active and not entry.low:
+                now = time.monotonic()
+                entry.deadline = min(entry.deadline, now)
+                self._pulse_locked(entry, now)
+        if not self._wake.is_set():
+            self._wake.set()
 
-    def _trip_locked(self, entry: Slice) -> None:
-        if not entry.tripped:
-            entry.tripped = True
-            # A plain store into the runtime; safe while another thread runs JavaScript.
+    def _pulse_locked(self, entry: Slice, now: float) -> None:
+        # set_memory_limit is a plain store into the runtime (JS_SetMemoryLimit); it is
+        # safe while another thread runs JavaScript, unlike anything that walks the heap.
+        if entry.low:
+            entry.low = False
+            entry.ctx.set_memory_limit(entry.heap)
+            entry.deadline = now + HIGH_S
+        elif now >= entry.deadline:
+            entry.tripped = entry.low = True
             entry.ctx.set_memory_limit(TRIP_BYTES)
+            entry.deadline = now + LOW_S
 
     def _loop(self) -> None:
         while True:
@@ -83,7 +104,7 @@ class Watchdog:
             with self._lock:
                 for entry in self._active.values():
                     if now >= entry.deadline:
-                        self._trip_locked(entry)
+                        self._pulse_locked(entry, now)
                 if not self._active:
                     self._wake.clear()
 

@@ -59,12 +59,15 @@
   api.Promise = NativePromise;
   api.promiseReject = Promise.reject;
   api.Error = NativeError;
+  api.InternalError = NativeInternalError;
   api.errorToString = errorToString;
   api.String = String;
   api.toWellFormed = String.prototype.toWellFormed;
   api.charCodeAt = String.prototype.charCodeAt;
   api.slice = String.prototype.slice;
   api.indexOf = String.prototype.indexOf;
+  api.split = String.prototype.split;
+  api.parseInt = parseInt;
   api.symbolToString = Symbol.prototype.toString;
   api.bigintToString = BigInt.prototype.toString;
   api.WeakMap = WeakMap;
@@ -301,9 +304,11 @@
     else onFulfilled(program);
     return '{"k":"started"}';
   };
+  // One line per call after the state: JSON text never holds a raw newline, and the host
+  // parses each call on its own, so one call it cannot decode fails alone.
   commands.drain = (max) => {
     const calls = modules.calls === undefined ? "" : modules.calls.drain(max);
-    return '{"s":' + state + ',"c":[' + calls + "]}";
+    return '{"s":' + state + "}" + calls;
   };
   commands.settle = (batch) => {
     load("calls").settle(batch);

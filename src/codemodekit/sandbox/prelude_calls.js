@@ -95,7 +95,7 @@
       return apply(api.promiseReject, api.Promise, [toolError(info, site, 0)]);
     }
     const id = ++nextId;
-    const slot = api.setPrototypeOf([undefined, undefined, site], null);
+    const slot = api.setPrototypeOf([undefined, undefined, site, ns, name], null);
     const promise = new api.Promise((resolve, reject) => {
       slot[0] = resolve;
       slot[1] = reject;
@@ -110,17 +110,49 @@
   const drain = (max) => {
     let out = "";
     for (let n = 0; n < max && outStart < outEnd; n++) {
-      out += (out ? "," : "") + outbox[outStart];
+      out += "\n" + outbox[outStart];
       delete outbox[outStart++];
     }
     return out;
   };
 
-  // batch: JSON text of [[id, 1, value] | [id, 0, {code, message, tool, source}], ...]
+  // A result the engine cannot parse on its stack (nested too deeply for stack_bytes)
+  // rejects its own call; out of memory still ends the run.
+  const unparsable = (line, e) => {
+    if (e === null || (e instanceof api.InternalError && e.message === "out of memory")) throw e;
+    const id = api.parseInt(apply(slice, line, [1]), 10);
+    const slot = pending[id];
+    if (slot === undefined) return;
+    delete pending[id];
+    const address = "tools" + accessor(slot[3]) + accessor(slot[4]);
+    const info = api.record();
+    info.code = "TOOL_RESULT_INVALID";
+    let why;
+    try {
+      why = apply(api.errorToString, e, []);
+    } catch (_) {
+      why = "it could not be parsed";
+    }
+    info.message =
+      "the result of " + address + " could not be read in the sandbox: " + why +
+      " (nested too deeply for stack_bytes?)";
+    info.tool = address;
+    info.source = slot[3];
+    slot[1](toolError(info, slot[2], 0));
+  };
+
+  // batch: one item per line, each the JSON text of
+  // [id, 1, value] or [id, 0, {code, message, tool, source}]
   const settle = (batch) => {
-    const items = api.parse(batch);
-    for (let i = 0; i < items.length; i++) {
-      const item = items[i];
+    const lines = apply(api.split, batch, ["\n"]);
+    for (let i = 0; i < lines.length; i++) {
+      let item;
+      try {
+        item = api.parse(lines[i]);
+      } catch (e) {
+        unparsable(lines[i], e);
+        continue;
+      }
       const slot = pending[item[0]];
       if (slot === undefined) continue;
       delete pending[item[0]];

@@ -167,6 +167,8 @@ class QuickJsSandbox:
                 for call in step.calls:
                     task: asyncio.Future[Any]
                     try:
+                        if call.problem is not None:
+                            raise _undecodable(call)
                         task = asyncio.ensure_future(
                             host.call_tool(call.source, call.tool, call.arguments)
                         )
@@ -187,7 +189,7 @@ class QuickJsSandbox:
                     await waker[0]
                 parts = [_settlement(done, tasks.pop(done), rejected) for done in finished]
                 finished.clear()
-                batch = "[" + ",".join(parts) + "]"
+                batch = "\n".join(parts)
                 step = await self._op(session, partial(engine.settle, batch))
         except BaseException:
             session.request_close()
@@ -203,13 +205,28 @@ class QuickJsSandbox:
         return _outcome(step, rejected)
 
 
+def _undecodable(call: ToolCall) -> ToolCallRejected:
+    """A call whose arguments the host cannot decode: rejected without reaching the host."""
+    from codemodekit.catalog import tool_address
+
+    address = tool_address(call.source, call.tool)
+    return ToolCallRejected(
+        Diagnostic(
+            ErrorCode.TOOL_INPUT_INVALID,
+            f"{address}: {call.problem}",
+            tool=address,
+            source=call.source,
+        )
+    )
+
+
 def _consume(task: asyncio.Future[Any]) -> None:
     if not task.cancelled():
         task.exception()
 
 
 def _settlement(task: asyncio.Future[Any], call: ToolCall, rejected: dict[int, Diagnostic]) -> str:
-    """One ``[id, 1, value]`` / ``[id, 0, error]`` item of a settle batch, as JSON text."""
+    """One ``[id, 1, value]`` / ``[id, 0, error]`` line of a settle batch, as JSON text."""
     try:
         value = task.result()
     except ToolCallRejected as rejection:
@@ -230,7 +247,7 @@ def _settlement(task: asyncio.Future[Any], call: ToolCall, rejected: dict[int, D
         try:
             # ensure_ascii keeps lone surrogates as escapes, which cross into JS intact.
             return f"[{call.call_id},1,{json.dumps(value, allow_nan=False)}]"
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, RecursionError) as exc:
             correlation_id = new_correlation_id()
             log.error(
                 "host returned a non-JSON tool result (correlation %s): %s", correlation_id, exc
