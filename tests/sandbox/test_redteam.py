@@ -96,3 +96,68 @@ async def test_nesting_past_the_host_decoder_has_stable_codes(offload: str) -> N
     # Below the decoder's depth everything still works.
     fine = await run(sandbox, "let a = []; for (let i = 0; i < 500; i++) a = [a]; return a")
     assert fine.ok
+
+
+CRASH_PROBE = """
+import asyncio, json, sys
+from codemodekit import CodeMode, Limits, allow_all_tool_calls
+
+async def main():
+    async with CodeMode(sources=[], policy=allow_all_tool_calls(), limits=Limits()) as cm:
+        out = []
+        for code in json.loads(sys.argv[1]):
+            result = await cm.run(code)
+            out.append([result.ok, result.value, result.diagnostic and result.diagnostic.code])
+        print(json.dumps(out))
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize(
+    "helper",
+    [
+        "map(x => x)",
+        "filter(x => x)",
+        "take(5)",
+        "drop(0)",
+        "flatMap(x => [x])",
+        "chunks(1)",
+        "windows(1)",
+    ],
+)
+def test_deep_iterator_helper_chains_do_not_crash_the_process(helper: str) -> None:
+    # Each helper's next() calls the one below it in C with no stack check: 100,000 of
+    # them overflowed the native stack (SIGSEGV) before any limit could fire.
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "let it = [1, 2].values();\n"
+        f"try {{ for (let i = 0; i < 100000; i++) it = it.{helper} }}\n"
+        "catch (e) { return ['built', e.name] }\n"
+        "try { it.next(); return 'ran' } catch (e) { return ['ran', e.name] }"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", CRASH_PROBE, json.dumps([code, "return 1"])],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    first, after = json.loads(done.stdout)
+    assert first[0] and first[1] == ["built", "RangeError"]
+    assert after[:2] == [True, 1]
+
+
+async def test_iterator_helpers_still_work_below_the_chain_cap() -> None:
+    code = (
+        "let it = [1, 2, 3].values();\n"
+        "for (let i = 0; i < 900; i++) it = it.map((x) => x + 1);\n"
+        "return [it.filter((x) => x % 2).toArray(), [4, 5].values().drop(1).toArray(),\n"
+        "  typeof Iterator.prototype.map]"
+    )
+    outcome = await run(QuickJsSandbox(), code)
+    assert outcome.ok, outcome.diagnostic
+    assert outcome.value == [[901, 903], [5], "function"]

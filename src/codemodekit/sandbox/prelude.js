@@ -237,6 +237,43 @@
   guard(typedArrayProto, "sort", largeThis);
   guard(typedArrayProto, "toSorted", largeThis);
 
+  // An iterator helper's next() calls the iterator below it from C without a stack check:
+  // next() on 100,000 chained helpers overflowed the native stack and killed the process
+  // (red-team finding; chains through generators, proxies or Iterator.from are checked).
+  // Chains are capped; 1,000 levels of C frames stay well inside the stack margin.
+  const MAX_HELPER_CHAIN = 1000;
+  const chainDepth = new WeakMap();
+  const weakGet = WeakMap.prototype.get;
+  const weakSet = WeakMap.prototype.set;
+  const NativeRangeError = RangeError;
+  const helperProto = Iterator.prototype;
+  const helpers = ["map", "filter", "take", "drop", "flatMap", "chunks", "windows"];
+  for (let i = 0; i < helpers.length; i++) {
+    const key = helpers[i];
+    const native = helperProto[key];
+    if (typeof native !== "function") continue;
+    defineProperty(helperProto, key, {
+      value: named("codemode$" + key, {
+        [key](...args) {
+          const depth = (apply(weakGet, chainDepth, [this]) || 0) + 1;
+          if (depth > MAX_HELPER_CHAIN) {
+            throw new NativeRangeError(
+              "iterator helpers chained more than " + MAX_HELPER_CHAIN + " deep",
+            );
+          }
+          const result = apply(native, this, args);
+          if (typeof result === "object" && result !== null) {
+            apply(weakSet, chainDepth, [result, depth]);
+          }
+          return result;
+        },
+      }[key]),
+      writable: true,
+      enumerable: false,
+      configurable: true,
+    });
+  }
+
   // A throwing microtask would reach the host as a raw exception; here it ends the run
   // as an uncaught exception instead, like an unhandled error in other runtimes.
   const fail = (e) => {
