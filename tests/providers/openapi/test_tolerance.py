@@ -104,3 +104,24 @@ async def test_real_descriptions_load_and_every_skip_has_a_reason(
     catalog = Catalog.build({"api": discovery})
     assert len(catalog.tools) == len(discovery.tools)
     assert generate(catalog, name="api")
+
+
+async def test_a_pattern_the_validator_cannot_run_is_dropped_not_the_tool(tmp_path: Path) -> None:
+    document = _document()
+    thing = document["components"]["schemas"]["Thing"]["properties"]
+    thing["code"]["pattern"] = "[a-zA-Z]{1-70}"  # meant {1,70}: not a valid ECMA-262 regex
+    thing["name"] = {"type": "string", "pattern": "^[a-z]+$"}
+    path = tmp_path / "patterns.json"
+    path.write_text(json.dumps(document))
+    provider = make_provider(path)
+    try:
+        discovery = await started(provider)
+    finally:
+        await provider.aclose()
+    catalog = Catalog.build({"api": discovery})
+    assert catalog.quarantined == ()
+    tool = catalog.get("api", "getThing")
+    assert tool is not None and tool.output_schema is not None
+    props = tool.output_schema["$defs"]["Thing"]["properties"]
+    assert "pattern" not in props["code"]
+    assert props["name"]["pattern"] == "^[a-z]+$"  # a usable pattern is kept

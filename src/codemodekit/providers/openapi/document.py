@@ -272,7 +272,7 @@ def check_structure(root: dict[str, Any], version: str, name: str) -> None:
         # of refusing every operation of the API. Anything else still rejects it.
         first = _example(errors[0])
         log.warning(
-            "%s: %d Schema Object problem(s) tolerated, e.g. at %s: %s",
+            "%s: %d problem(s) inside Schema Objects or in extra top-level fields tolerated, e.g. at %s: %s",
             name,
             len(errors),
             _error_path(iter(first.absolute_path)),

@@ -113,7 +113,11 @@ class OpenApiToolProvider:
             exclude=config.exclude,
         )
         for warning in built.warnings[:10]:
-            log.warning("source %r: unresolved schema reference: %s", config.name, warning)
+            log.warning(
+                "source %r: schema construct not used (unknown or unconstrained): %s",
+                config.name,
+                warning,
+            )
         self._document = document
         self._base_url = base_url
         self._plans = built.plans

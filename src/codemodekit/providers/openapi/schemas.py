@@ -16,10 +16,13 @@ references resolve.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+import jsonschema_rs
 
 from codemodekit.providers.openapi.document import OpenApiDocument, RefKey, UnresolvedRef
 
@@ -104,7 +107,8 @@ class SchemaConverter:
             kept = self._nearest(deps, MAX_TOOL_DEFS)
             out: dict[str, Any] = {"$schema": DRAFT_2020_12, **_cut(schema, kept)}
             out["$defs"] = {
-                name: _cut(self.defs[name], kept) if self._deps.get(name, set()) - kept
+                name: _cut(self.defs[name], kept)
+                if self._deps.get(name, set()) - kept
                 # an untouched component stays shared with the other tools
                 else self.defs[name]
                 for name in sorted(kept)
@@ -244,6 +248,12 @@ class SchemaConverter:
                 if isinstance(value, list):
                     out[key] = value
                 continue
+            if key == "pattern" and not (isinstance(value, str) and usable_pattern(value)):
+                # Not a regular expression the validator can run (`{1-70}`, a JS-invalid
+                # class range, a number): the constraint is dropped rather than the tool
+                # quarantined; the server still checks its own input.
+                self._note(f"pattern {str(value)[:60]!r} is not a usable regular expression")
+                continue
             out[key] = value
         if "example" in schema and "examples" not in out:
             out["examples"] = [schema["example"]]
@@ -277,6 +287,16 @@ class SchemaConverter:
             if isinstance(prop, Mapping) and prop.get(flag) is True:
                 hidden.add(name)
         return [r for r in required if r not in hidden]
+
+
+@functools.lru_cache(maxsize=4096)
+def usable_pattern(pattern: str) -> bool:
+    """Whether the catalog's validator can compile ``pattern`` (ECMA-262 dialect)."""
+    try:
+        jsonschema_rs.validator_for({"type": "string", "pattern": pattern})
+    except Exception:
+        return False
+    return True
 
 
 def _cut(node: Any, kept: set[str]) -> Any:
