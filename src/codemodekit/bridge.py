@@ -50,7 +50,14 @@ def bounded(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     return text[: limit - 1] + "…"
 
 
+MAX_SUGGEST_CHARS = 128
+"""Longest unknown name that gets "did you mean" suggestions (MCP caps tool names at 128).
+difflib over a large catalog with a megabyte-long name held the event loop for seconds."""
+
+
 def _suggest(word: str, candidates: list[str]) -> str:
+    if len(word) > MAX_SUGGEST_CHARS:
+        return ""
     close = difflib.get_close_matches(word, candidates, n=3, cutoff=0.6)
     if not close:
         return ""

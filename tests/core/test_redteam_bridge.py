@@ -82,3 +82,32 @@ async def test_source_unavailable_at_call_time_keeps_to_its_sanitized_text() -> 
         result = await cm.run("await tools.app.gone({})")
     assert result.diagnostic is not None
     assert result.diagnostic.code is ErrorCode.SOURCE_UNAVAILABLE
+
+
+async def test_huge_unknown_names_are_not_fuzzy_matched(monkeypatch: pytest.MonkeyPatch) -> None:
+    # difflib over a big catalog with a megabyte-long name held the event loop for
+    # seconds; no real name is that long, so no suggestion is computed for it.
+    import difflib
+
+    seen: list[int] = []
+    original = difflib.get_close_matches
+
+    def spy(word: str, *args: Any, **kwargs: Any) -> Any:
+        seen.append(len(word))
+        return original(word, *args, **kwargs)
+
+    monkeypatch.setattr(difflib, "get_close_matches", spy)
+    tools = [tool(f"tool_{i}", const(ToolOutput())) for i in range(20)]
+    async with code_mode(source("app", *tools)) as cm:
+        result = await cm.run(
+            "const long = 'tool_'.repeat(200000);\n"
+            "const codes = [];\n"
+            "for (const call of [() => tools.app[long]({}), () => tools[long].x({}),\n"
+            "                    () => tools.app.tool_l({})]) {\n"
+            "  try { await call() } catch (e) { codes.push([e.code, e.message.length]) } }\n"
+            "return codes"
+        )
+    assert result.ok, result.diagnostic
+    assert [c[0] for c in result.value] == ["TOOL_NOT_FOUND", "SOURCE_NOT_FOUND", "TOOL_NOT_FOUND"]
+    assert all(length <= 1_000 for _, length in result.value)
+    assert seen and max(seen) <= 128  # the short typo still gets its suggestion
