@@ -160,7 +160,7 @@ class _Planner:
             self._fix_restricted(node)
         for node in get("generic_arrow", ()):
             self._check_async_arrow(node)
-        for node in get("arrow", ()):
+        for node in get("arrow_function", ()):
             self._check_arrow_line_break(node)
         for node in get("bang", ()):
             # TypeScript reads `a⏎!b` as two statements; tree-sitter may read a non-null `!`.
@@ -330,23 +330,32 @@ class _Planner:
         if self._has_line_break(type_params.start_byte, params.start_byte):
             self._reject("async_break", node, ambient=False)
 
-    def _check_arrow_line_break(self, arrow: ts.Node) -> None:
+    def _check_arrow_line_break(self, function: ts.Node) -> None:
         """JavaScript forbids a line break before `=>`; one before or inside an erased return
         type (`(x)⏎: T => x`, valid TypeScript) would become exactly that."""
-        node = arrow.parent
-        assert node is not None
-        if self._break_before(arrow):
+        # Work from the function's own children: `Node.parent` and `prev_sibling` walk down
+        # from the root, which makes deeply nested arrows quadratic.
+        children = function.children
+        index = next((i for i, c in enumerate(children) if c.type == "=>"), None)
+        if index is None:
+            return
+        arrow = children[index]
+        before = [c for c in children[:index] if c.type != "comment"]
+        previous_end = before[-1].end_byte if before else arrow.start_byte
+        if self._break_before(arrow, previous_end=previous_end):
             self._compile_error(
                 arrow, "a line break before `=>` is not allowed: move `=>` up to the previous line"
             )
             return
-        return_type = node.child_by_field_name("return_type")
-        if return_type is not None and self._has_line_break(
-            self._previous_end(return_type), return_type.end_byte
-        ):
-            self._reject("arrow_break", return_type, ambient=False)
+        return_type = function.child_by_field_name("return_type")
+        if return_type is not None:
+            ahead = [c for c in children if c.end_byte <= return_type.start_byte]
+            ahead = [c for c in ahead if c.type != "comment"]
+            start = ahead[-1].end_byte if ahead else return_type.start_byte
+            if self._has_line_break(start, return_type.end_byte):
+                self._reject("arrow_break", return_type, ambient=False)
 
-    def _break_before(self, node: ts.Node) -> bool:
+    def _break_before(self, node: ts.Node, *, previous_end: int | None = None) -> bool:
         """A line break between ``node`` and the previous token (comments included)."""
         source = self.source
         at = node.start_byte - 1
@@ -354,7 +363,9 @@ class _Planner:
             at -= 1
         if at < 0 or source[at] not in b"\n\r\xa8\xa9/":
             return False  # the common case, decided without touching the tree
-        return self._has_line_break(self._previous_end(node), node.start_byte)
+        if previous_end is None:
+            previous_end = self._previous_end(node)
+        return self._has_line_break(previous_end, node.start_byte)
 
     @staticmethod
     def _previous_end(node: ts.Node) -> int:

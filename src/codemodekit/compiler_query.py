@@ -54,7 +54,7 @@ _QUERY_SOURCE = r"""
 (throw_statement) @restricted
 (yield_expression) @restricted
 (arrow_function type_parameters: (_)) @generic_arrow
-(arrow_function "=>" @arrow)
+(arrow_function) @arrow_function
 (non_null_expression "!" @bang)
 (accessibility_modifier) @modifier
 (override_modifier) @modifier

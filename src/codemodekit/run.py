@@ -36,7 +36,7 @@ from codemodekit.providers.base import (
     SourceHealth,
     ToolProvider,
 )
-from codemodekit.sandbox.base import CodeSandbox, LogEntry, SandboxOutcome
+from codemodekit.sandbox.base import CodeSandbox, CompiledProgram, LogEntry, SandboxOutcome
 
 if TYPE_CHECKING:
     from codemodekit.spec.model import Spec
@@ -54,6 +54,9 @@ the rate are dropped, never delayed, and ``finished`` is always delivered."""
 
 START_TIMEOUT_S = 60.0
 """Upper bound on connecting one source; a source still not up is reported unavailable."""
+
+INLINE_COMPILE_CHARS = 8_192
+"""Sources up to this size compile on the event loop; larger ones on a worker thread."""
 
 START_GRACE_S = 5.0
 """How long ``start()`` waits for slow sources by default. A source still connecting then
@@ -440,7 +443,7 @@ class CodeMode:
 
         try:
             try:
-                program = self._compiler.compile(code, max_source_bytes=self.limits.source_bytes)
+                program = await self._compile(code)
             except CompileFailure as failure:
                 return result(False, diagnostic=failure.diagnostic)
             if self._sandbox is None:
@@ -486,6 +489,16 @@ class CodeMode:
         finally:
             progress.emit("finished", "run finished")
             await progress.close()
+
+    async def _compile(self, code: str) -> CompiledProgram:
+        # Small snippets compile in well under a millisecond; a large or adversarial source
+        # (up to source_bytes, bounded by the parse budget) compiles off the event loop so
+        # other runs keep going.
+        if len(code) <= INLINE_COMPILE_CHARS:
+            return self._compiler.compile(code, max_source_bytes=self.limits.source_bytes)
+        return await asyncio.to_thread(
+            self._compiler.compile, code, max_source_bytes=self.limits.source_bytes
+        )
 
     # -- projections --------------------------------------------------------------------------
     def search(

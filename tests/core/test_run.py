@@ -302,3 +302,13 @@ async def test_progress_is_bounded_in_rate_and_still_ends_with_finished() -> Non
     assert 2 <= len(events) < 40
     assert events[-1].kind == "finished"
     assert [e.sequence for e in events] == list(range(1, len(events) + 1))
+
+
+async def test_a_large_source_compiles_off_the_loop_with_the_same_locations() -> None:
+    filler = "// padding\n" * 1_000  # over the inline-compile size
+    async with code_mode() as cm:
+        ok = await cm.run(filler + "return 'big';")
+        bad = await cm.run(filler + "return 1 +;")
+    assert ok.value == "big"
+    assert bad.diagnostic is not None and bad.diagnostic.code == ErrorCode.COMPILE_ERROR
+    assert bad.diagnostic.location is not None and bad.diagnostic.location.line == 1_001
