@@ -1042,12 +1042,6 @@ async def test_tools_named_like_object_keys_are_callable(name: str) -> None:
             assert r.ok and r.value == "called", (address, r.diagnostic)
 
 
-@pytest.mark.xfail(
-    reason="sandbox/prelude_console.js: with log_entries=3 the head takes 2 slots and the tail "
-    "is evicted to make room for the marker, so the newest entry is lost (DESIGN: head and "
-    "tail kept, one marker between)",
-    strict=True,
-)
 async def test_small_log_entry_limit_still_keeps_a_tail() -> None:
     r = await _run("for (let i = 1; i <= 4; i++) console.log('m' + i);\nreturn 1;", log_entries=3)
     assert r.ok
@@ -1057,11 +1051,6 @@ async def test_small_log_entry_limit_still_keeps_a_tail() -> None:
     assert r.logs[-1].message == "m4"
 
 
-@pytest.mark.xfail(
-    reason="sandbox/_engine.py passes final_result_bytes into QuickJS (`result` command) where a "
-    "value >= 2**31 does not survive the int conversion: every result is RESULT_TOO_LARGE",
-    strict=True,
-)
 async def test_a_very_large_final_result_limit_is_not_a_tiny_one() -> None:
     r = await _run("return { q: 1 };", final_result_bytes=2**31)
     assert r.ok, r.diagnostic
@@ -1078,14 +1067,7 @@ async def test_a_very_large_final_result_limit_is_not_a_tiny_one() -> None:
         "max_concurrent_tool_calls",
         "tool_result_bytes",
         "total_bridge_bytes",
-        pytest.param(
-            "log_bytes",
-            marks=pytest.mark.xfail(
-                reason="sandbox/prelude_console.js computes `maxBytes >> 1` (int32): with "
-                "log_bytes >= 2**31 the per-entry cap is <= 0 and every message is blanked",
-                strict=True,
-            ),
-        ),
+        "log_bytes",
         "log_entries",
         "progress_events",
         "source_bytes",

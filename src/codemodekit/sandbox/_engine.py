@@ -50,6 +50,15 @@ def prelude_source(name: str = "prelude") -> str:
     return resources.files("codemodekit.sandbox").joinpath(f"{name}.js").read_text("utf-8")
 
 
+JS_INT_MAX = 2**31 - 1
+
+
+def _js_int(limit: int) -> int:
+    """A limit as the prelude sees it: QuickJS bit operations are int32, and no run gets
+    anywhere near 2 GiB of logs or result anyway (the host keeps checking the real limit)."""
+    return min(limit, JS_INT_MAX)
+
+
 class EngineFault(Exception):
     """A run-ending failure found while JavaScript ran (limit hit, engine refusal)."""
 
@@ -147,7 +156,9 @@ class Engine:
             # The prelude is the host's code: it runs before the limits apply and its time
             # is not the user's compute.
             self._ctx, self._port = prepared or prepare_context(prelude_source())
-            settings = json.dumps({"logEntries": limits.log_entries, "logBytes": limits.log_bytes})
+            settings = json.dumps(
+                {"logEntries": _js_int(limits.log_entries), "logBytes": _js_int(limits.log_bytes)}
+            )
             self._enter(
                 self._port,
                 "init",
@@ -273,7 +284,7 @@ class Engine:
     # -- the end of a run -----------------------------------------------------------------
     def _finish(self) -> Step:
         try:
-            raw = self._call("result", self.limits.final_result_bytes)
+            raw = self._call("result", _js_int(self.limits.final_result_bytes))
         except EngineFault as fault:
             return self._finish_with(fault.diagnostic)
         step = Step(done=True)

@@ -142,13 +142,16 @@
 
   const logs = () => {
     // Room for the marker: at most maxEntries entries in total.
+    // Take the room from the longer side so that a small budget still keeps both the
+    // oldest entries and the newest one.
     while (omitted > 0 && headCount + (tailEnd - tailStart) + 1 > maxEntries) {
-      if (tailEnd > tailStart) evictTail();
-      else if (headCount > 0) {
+      const tailCount = tailEnd - tailStart;
+      if (headCount > tailCount) {
         headCount--;
         omitted++;
         omittedBytes += head[headCount][2];
-      } else break;
+      } else if (tailCount > 0) evictTail();
+      else break;
     }
     let out = "";
     const add = (level, message) => {
