@@ -58,11 +58,19 @@ START_TIMEOUT_S = 60.0
 INLINE_COMPILE_CHARS = 8_192
 """Sources up to this size compile on the event loop; larger ones on a worker thread."""
 
-START_GRACE_S = 5.0
-"""How long ``start()`` waits for slow sources by default. A source still connecting then
-(a server that accepts but never answers, a slow ``npx`` download) stays ``connecting``
-in ``health`` and joins the catalog through ``on_change`` when it comes up, so one slow
-upstream never holds the whole server (and its MCP client's initialize) hostage."""
+SERVE_START_GRACE_S = 5.0
+"""How long ``codemode serve`` waits for slow sources. A source still connecting then (a
+server that accepts but never answers, a slow ``npx`` download) stays ``connecting`` in
+``health`` and joins the catalog through ``on_change`` when it comes up, so one slow
+upstream never holds the whole server (and its MCP client's initialize) hostage. One-shot
+uses (the library default, ``codemode run``) wait for every source to settle instead."""
+
+
+class _Default:
+    """Marks an argument left at its default (where ``None`` is itself a choice)."""
+
+
+_DEFAULT = _Default()
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,6 +234,7 @@ class CodeMode:
         sandbox: CodeSandbox | None = None,
         compiler: CodeCompiler | None = None,
         spec: Spec | None = None,
+        start_grace_s: float | None = None,
     ) -> None:
         if policy is None or not callable(policy):
             raise TypeError(
@@ -246,6 +255,7 @@ class CodeMode:
         self._catalog = Catalog((), sources=names)
         self._start_errors: dict[str, str] = {}
         self._joining: dict[str, asyncio.Task[Discovery | None]] = {}
+        self._start_grace_s = start_grace_s
         self._state: Literal["new", "started", "closed"] = "new"
 
     @classmethod
@@ -279,13 +289,16 @@ class CodeMode:
     ) -> None:
         await self.aclose()
 
-    async def start(self, *, grace_s: float | None = START_GRACE_S) -> None:
+    async def start(self, *, grace_s: float | _Default | None = _DEFAULT) -> None:
         """Connect every source concurrently and build the first catalog.
 
-        Waits up to ``grace_s`` seconds (``None``: until every source has come up or
-        failed, each bounded by ``START_TIMEOUT_S``); sources still connecting then keep
-        connecting in the background and join the catalog when they are up.
+        Waits up to ``grace_s`` seconds (default: the constructor's ``start_grace_s``;
+        ``None``: until every source has come up or failed, each bounded by its own connect
+        timeout and ``START_TIMEOUT_S``). Sources still connecting then keep connecting in
+        the background and join the catalog when they are up.
         """
+        if isinstance(grace_s, _Default):
+            grace_s = self._start_grace_s
         if self._state != "new":
             raise RuntimeError(f"CodeMode is already {self._state}")
         self._state = "started"

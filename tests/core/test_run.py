@@ -24,6 +24,7 @@ from codemodekit import (
 )
 from codemodekit.providers.base import CallContext
 from codemodekit.providers.local import PythonModuleProvider
+from codemodekit.providers.memory import InMemoryProvider
 from tests.core.helpers import code_mode, const, source, tool
 
 
@@ -312,3 +313,45 @@ async def test_a_large_source_compiles_off_the_loop_with_the_same_locations() ->
     assert ok.value == "big"
     assert bad.diagnostic is not None and bad.diagnostic.code == ErrorCode.COMPILE_ERROR
     assert bad.diagnostic.location is not None and bad.diagnostic.location.line == 1_001
+
+
+class _SlowStart(InMemoryProvider):
+    def __init__(self, *args: Any, gate: asyncio.Event, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._gate = gate
+
+    async def start(self, on_change: Any) -> Any:
+        await self._gate.wait()
+        return await super().start(on_change)
+
+
+async def test_by_default_start_waits_for_every_source_to_settle() -> None:
+    gate = asyncio.Event()
+    slow = _SlowStart("slow", dict([tool("ping", const("pong"))]), gate=gate)
+    cm = CodeMode(sources=[slow], policy=allow_all_tool_calls())
+    starting = asyncio.ensure_future(cm.start())
+    await asyncio.sleep(0.05)
+    assert not starting.done()
+    gate.set()
+    await starting
+    try:
+        assert cm.catalog.get("slow", "ping") is not None
+    finally:
+        await cm.aclose()
+
+
+async def test_with_a_start_grace_a_slow_source_joins_the_catalog_later() -> None:
+    gate = asyncio.Event()
+    slow = _SlowStart("slow", dict([tool("ping", const("pong"))]), gate=gate)
+    async with CodeMode(sources=[slow], policy=allow_all_tool_calls(), start_grace_s=0.05) as cm:
+        assert cm.catalog.get("slow", "ping") is None
+        early = await cm.run("return await tools.slow.ping({});")
+        gate.set()
+        for _ in range(200):
+            if cm.catalog.get("slow", "ping") is not None:
+                break
+            await asyncio.sleep(0.01)
+        late = await cm.run("return (await tools.slow.ping({})).structuredContent;")
+    assert early.diagnostic is not None
+    assert early.diagnostic.code == ErrorCode.SOURCE_UNAVAILABLE
+    assert late.value == "pong"

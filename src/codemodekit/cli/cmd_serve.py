@@ -20,7 +20,7 @@ from codemodekit.mcp_serve import (
     serve_stdio,
     stdio_wire,
 )
-from codemodekit.run import CodeMode
+from codemodekit.run import SERVE_START_GRACE_S, CodeMode
 from codemodekit.search import index_for
 
 DEFAULT_PORT = 8000
@@ -137,7 +137,7 @@ async def _serve_spec(
     spec: Any, args: argparse.Namespace, token: str | None, wire: StdioWire | None
 ) -> None:
     # Leaving this block closes every source and child process, on any exit path.
-    async with CodeMode.from_spec(spec) as cm:
+    async with CodeMode.from_spec(spec, start_grace_s=SERVE_START_GRACE_S) as cm:
         warn_unhealthy(cm.health)
         server = create_server(cm, search=not args.no_search)
         if not args.no_search:
