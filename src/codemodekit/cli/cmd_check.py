@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import sys
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
-from codemodekit.cli.common import add_config_argument, config_path
+from codemodekit.cli.common import add_config_argument, config_path, quiet_library_logs
 from codemodekit.errors import CodeModeError
 from codemodekit.limits import Limits
 from codemodekit.providers.base import HealthStatus, SourceHealth
@@ -136,7 +135,7 @@ def _changed_limits(limits: Limits) -> list[str]:
 async def _connect(spec: Spec, shown_path: str, out: TextIO) -> int:
     from codemodekit.run import CodeMode
 
-    _quiet_library_logs()
+    quiet_library_logs()
     print("connecting...", file=out, flush=True)
     try:
         cm = CodeMode.from_spec(spec)
@@ -187,15 +186,3 @@ def print_health(health: tuple[SourceHealth, ...], out: TextIO) -> None:
         if data["message"]:
             line += f"  ({data['message']})"
         print(line, file=out)
-
-
-def _quiet_library_logs() -> None:
-    # Health is printed above; only unexpected failures (with their correlation id)
-    # should reach stderr as log lines.
-    logger = logging.getLogger("codemodekit")
-    if not logger.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("codemode: %(levelname)s %(message)s"))
-        handler.setLevel(logging.ERROR)
-        logger.addHandler(handler)
-        logger.propagate = False
