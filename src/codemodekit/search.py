@@ -16,7 +16,6 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import difflib
-import functools
 import heapq
 import importlib
 import itertools
@@ -31,6 +30,19 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from codemodekit.catalog import Catalog, ToolDefinition
+from codemodekit.search_text import (
+    ABBREVIATIONS,
+    COLLECTION_CUES,
+    FIRST_PERSON,
+    NEGATING_VERBS,
+    SELF_TERMS,
+    STOPWORDS,
+    SYNONYMS,
+    normalized,
+    stem,
+    tokenize,
+    words,
+)
 
 Detail = Literal["summary", "typescript"]
 
@@ -66,121 +78,8 @@ _DEPRECATED_FACTOR = 0.85
 _SYNONYM_WEIGHT = 0.6
 _PREFIX_WEIGHT = 0.5
 
-# Acronym before a capitalized word | optional capital + lower-case run (any script) |
-# acronym | digits. `[^\W\dA-Z_]` is a letter that is not an ASCII capital.
-_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[^\W\dA-Z_]+|[A-Z]+|[0-9]+")
-_ALNUM = re.compile(r"[^a-z0-9]+")
 _LEAD = re.compile(r"(?<=[.!?])\s|\n")
-
-_STOPWORDS = frozenset(
-    """a an the of for to in on at by with from and or is are be been it its this that these
-    those my me i we our us you your all some any as into via please how do does can which
-    what who whom am there their them they so if then than also just only not no""".split()  # noqa: SIM905
-)
-
-# Generic developer vocabulary, applied to query terms only (weight _SYNONYM_WEIGHT): common
-# abbreviations and verbs an agent uses for the same operation. Keys and values are stemmed
-# at import. Deliberately small and domain-neutral; see docs/adr/0012.
-_SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
-    ("repo", "repository"),
-    ("org", "organization"),
-    ("config", "configuration", "settings"),
-    ("auth", "authentication", "authorization"),
-    ("info", "information", "details"),
-    ("dir", "directory", "folder"),
-    ("env", "environment"),
-    ("msg", "message"),
-    ("doc", "document", "documentation"),
-    ("pkg", "package"),
-    ("db", "database"),
-    ("app", "application"),
-    ("admin", "administrator"),
-    ("user", "account"),
-    ("get", "fetch", "retrieve", "read", "show", "view", "describe", "lookup"),
-    ("create", "add", "new", "make", "open", "insert"),
-    ("delete", "remove", "destroy", "drop", "erase"),
-    ("update", "edit", "modify", "change", "set", "patch"),
-    ("search", "find", "query", "lookup"),
-    ("list", "enumerate", "browse"),
-    ("run", "execute", "trigger", "launch", "dispatch", "start"),
-    ("cancel", "stop", "abort", "halt", "terminate"),
-    ("upload", "attach"),
-    ("download", "export"),
-    ("send", "post", "publish"),
-    ("star", "favorite"),
-    ("secret", "credential"),
-    ("file", "content"),
-    ("log", "logs"),
-)
-# First-person words in a need ("my repositories", "assigned to me") mean the caller:
-# APIs say "authenticated user", "current user" or "me".
-_FIRST_PERSON = frozenset({"my", "me", "mine", "myself"})
-# A need for a collection ("all repositories of an org", "what webhooks are configured")
-# asks for a listing even when it names no verb: a weak "list" unit is added.
-_COLLECTION_CUES = frozenset({"all", "every"})
 _COLLECTION_WEIGHT = 0.4
-# "stop following" is how people say ``unfollow``; "un" + the next word, when the catalog
-# has it, stands in as one more unit.
-_NEGATING_VERBS = frozenset({"stop", "undo", "cease"})
-_ABBREVIATIONS: dict[str, tuple[str, ...]] = {
-    "pr": ("pull", "request"),
-    "prs": ("pull", "request"),
-    "mr": ("merge", "request"),
-    "ci": ("workflow", "check"),
-}
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def stem(token: str) -> str:
-    """Light suffix folding so ``repositories``/``repository`` and ``creating``/``create`` meet."""
-    if len(token) <= 3 or not token.isalpha():
-        return token
-    if token.endswith("ies") and len(token) > 4:
-        return token[:-3] + "y"
-    if token.endswith(("sses", "xes", "ches", "shes", "zes")):
-        token = token[:-2]
-    elif token.endswith("s") and not token.endswith(("ss", "us", "is")):
-        token = token[:-1]
-    elif token.endswith("ing") and len(token) > 5:
-        token = _undouble(token[:-3])
-    elif token.endswith("ed") and len(token) > 4:
-        token = _undouble(token[:-2])
-    if token.endswith("e") and len(token) > 4:
-        token = token[:-1]
-    return token
-
-
-def _undouble(token: str) -> str:
-    if len(token) > 2 and token[-1] == token[-2] and token[-1] not in "lsz":
-        return token[:-1]
-    return token
-
-
-def words(text: str) -> list[str]:
-    """Lower-case words of ``text``, split on case changes, separators and digits."""
-    return [w.lower() for w in _WORD.findall(text)]
-
-
-def tokenize(text: str) -> list[str]:
-    """Stemmed, stopword-free terms of ``text``."""
-    return [stem(w) for w in words(text) if w not in _STOPWORDS]
-
-
-def _normalized(text: str) -> str:
-    return _ALNUM.sub("", text.lower())
-
-
-def _synonym_table() -> dict[str, tuple[str, ...]]:
-    table: dict[str, set[str]] = {}
-    for group in _SYNONYM_GROUPS:
-        stems = [stem(w) for w in group]
-        for s in stems:
-            table.setdefault(s, set()).update(x for x in stems if x != s)
-    return {k: tuple(sorted(v)) for k, v in table.items()}
-
-
-_SYNONYMS = _synonym_table()
-_SELF_TERMS = tuple(sorted({stem(w) for w in ("authenticated", "current", "me")}))
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,9 +283,9 @@ def _build(available: Iterable[ToolDefinition]) -> _Index:
     names: list[tuple[str, int]] = []
     source_ranges: dict[str, tuple[int, int]] = {}
     for doc, tool in enumerate(tools):
-        name_key = _normalized(tool.name)
-        full_key = _normalized(tool.source) + name_key
-        for key in {name_key, full_key, _normalized(tool.address)}:
+        name_key = normalized(tool.name)
+        full_key = normalized(tool.source) + name_key
+        for key in {name_key, full_key, normalized(tool.address)}:
             if key:
                 exact.setdefault(key, []).append(doc)
         names.append((name_key, doc))
@@ -409,7 +308,7 @@ def _variants(index: _Index, term: str) -> list[tuple[str, float]]:
     out: dict[str, float] = {}
     if term in index.postings:
         out[term] = 1.0
-    for synonym in _SYNONYMS.get(term, ()):
+    for synonym in SYNONYMS.get(term, ()):
         if synonym in index.postings:
             out.setdefault(synonym, _SYNONYM_WEIGHT)
     if len(term) >= 3 and not term.isdigit():
@@ -441,21 +340,21 @@ def _query_units(index: _Index, query: str) -> list[list[tuple[str, float]]]:
             units.append(_variants(index, term))
 
     for w in raw:
-        if w in _ABBREVIATIONS:
-            for term in _ABBREVIATIONS[w]:
+        if w in ABBREVIATIONS:
+            for term in ABBREVIATIONS[w]:
                 add_word(term)
-        elif w in _FIRST_PERSON:
+        elif w in FIRST_PERSON:
             if "\0self" not in seen:
                 seen.add("\0self")
-                units.append([(t, _SYNONYM_WEIGHT) for t in _SELF_TERMS if t in index.postings])
-        elif w not in _STOPWORDS:
+                units.append([(t, _SYNONYM_WEIGHT) for t in SELF_TERMS if t in index.postings])
+        elif w not in STOPWORDS:
             add_word(stem(w))
     for first, second in itertools.pairwise(raw):
         joined = stem(first + second)
         if joined not in seen and joined in index.postings and len(first) + len(second) > 4:
             seen.add(joined)
             units.append([(joined, 1.0)])
-        if first in _NEGATING_VERBS:
+        if first in NEGATING_VERBS:
             negated = "un" + stem(second)
             if negated not in seen and negated in index.postings:
                 seen.add(negated)
@@ -472,9 +371,9 @@ def _query_units(index: _Index, query: str) -> list[list[tuple[str, float]]]:
 def _asks_for_many(raw: list[str]) -> bool:
     """Whether the need names a plural thing or all of something ("comments", "all repos")."""
     for w in raw:
-        if w in _COLLECTION_CUES:
+        if w in COLLECTION_CUES:
             return True
-        if w not in _STOPWORDS and len(w) > 3 and w.endswith("s") and stem(w) != w:
+        if w not in STOPWORDS and len(w) > 3 and w.endswith("s") and stem(w) != w:
             return True
     return False
 
@@ -506,7 +405,7 @@ def _score(index: _Index, query: str) -> dict[int, float]:
     for unit in units[1:]:
         for doc, value in unit.items():
             scores[doc] = scores.get(doc, 0.0) + value
-    key = _normalized(query)
+    key = normalized(query)
     if len(key) >= 3:
         start = bisect.bisect_left(index.names, (key, -1))
         for name, doc in index.names[start:]:

@@ -1,0 +1,124 @@
+"""The words of search: tokenizing, light stemming and the small generic vocabulary.
+
+Kept apart from the ranking in ``search.py`` so the index and the queries share exactly one
+notion of a term. See docs/adr/0012.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+# Acronym before a capitalized word | optional capital + lower-case run (any script) |
+# acronym | digits. `[^\W\dA-Z_]` is a letter that is not an ASCII capital.
+_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[^\W\dA-Z_]+|[A-Z]+|[0-9]+")
+_ALNUM = re.compile(r"[^a-z0-9]+")
+
+STOPWORDS = frozenset(
+    """a an the of for to in on at by with from and or is are be been it its this that these
+    those my me i we our us you your all some any as into via please how do does can which
+    what who whom am there their them they so if then than also just only not no""".split()  # noqa: SIM905
+)
+
+# Generic developer vocabulary, applied to query terms only (weighted by the search module): common
+# abbreviations and verbs an agent uses for the same operation. Keys and values are stemmed
+# at import. Deliberately small and domain-neutral; see docs/adr/0012.
+_SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
+    ("repo", "repository"),
+    ("org", "organization"),
+    ("config", "configuration", "settings"),
+    ("auth", "authentication", "authorization"),
+    ("info", "information", "details"),
+    ("dir", "directory", "folder"),
+    ("env", "environment"),
+    ("msg", "message"),
+    ("doc", "document", "documentation"),
+    ("pkg", "package"),
+    ("db", "database"),
+    ("app", "application"),
+    ("admin", "administrator"),
+    ("user", "account"),
+    ("get", "fetch", "retrieve", "read", "show", "view", "describe", "lookup"),
+    ("create", "add", "new", "make", "open", "insert"),
+    ("delete", "remove", "destroy", "drop", "erase"),
+    ("update", "edit", "modify", "change", "set", "patch"),
+    ("search", "find", "query", "lookup"),
+    ("list", "enumerate", "browse"),
+    ("run", "execute", "trigger", "launch", "dispatch", "start"),
+    ("cancel", "stop", "abort", "halt", "terminate"),
+    ("upload", "attach"),
+    ("download", "export"),
+    ("send", "post", "publish"),
+    ("star", "favorite"),
+    ("secret", "credential"),
+    ("file", "content"),
+    ("log", "logs"),
+)
+# First-person words in a need ("my repositories", "assigned to me") mean the caller:
+# APIs say "authenticated user", "current user" or "me".
+FIRST_PERSON = frozenset({"my", "me", "mine", "myself"})
+# A need for a collection ("all repositories of an org", "what webhooks are configured")
+# asks for a listing even when it names no verb: a weak "list" unit is added.
+COLLECTION_CUES = frozenset({"all", "every"})
+# "stop following" is how people say ``unfollow``; "un" + the next word, when the catalog
+# has it, stands in as one more unit.
+NEGATING_VERBS = frozenset({"stop", "undo", "cease"})
+ABBREVIATIONS: dict[str, tuple[str, ...]] = {
+    "pr": ("pull", "request"),
+    "prs": ("pull", "request"),
+    "mr": ("merge", "request"),
+    "ci": ("workflow", "check"),
+}
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def stem(token: str) -> str:
+    """Light suffix folding so ``repositories``/``repository`` and ``creating``/``create`` meet."""
+    if len(token) <= 3 or not token.isalpha():
+        return token
+    if token.endswith("ies") and len(token) > 4:
+        return token[:-3] + "y"
+    if token.endswith(("sses", "xes", "ches", "shes", "zes")):
+        token = token[:-2]
+    elif token.endswith("s") and not token.endswith(("ss", "us", "is")):
+        token = token[:-1]
+    elif token.endswith("ing") and len(token) > 5:
+        token = _undouble(token[:-3])
+    elif token.endswith("ed") and len(token) > 4:
+        token = _undouble(token[:-2])
+    if token.endswith("e") and len(token) > 4:
+        token = token[:-1]
+    return token
+
+
+def _undouble(token: str) -> str:
+    if len(token) > 2 and token[-1] == token[-2] and token[-1] not in "lsz":
+        return token[:-1]
+    return token
+
+
+def words(text: str) -> list[str]:
+    """Lower-case words of ``text``, split on case changes, separators and digits."""
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def tokenize(text: str) -> list[str]:
+    """Stemmed, stopword-free terms of ``text``."""
+    return [stem(w) for w in words(text) if w not in STOPWORDS]
+
+
+def normalized(text: str) -> str:
+    return _ALNUM.sub("", text.lower())
+
+
+def _synonym_table() -> dict[str, tuple[str, ...]]:
+    table: dict[str, set[str]] = {}
+    for group in _SYNONYM_GROUPS:
+        stems = [stem(w) for w in group]
+        for s in stems:
+            table.setdefault(s, set()).update(x for x in stems if x != s)
+    return {k: tuple(sorted(v)) for k, v in table.items()}
+
+
+SYNONYMS = _synonym_table()
+SELF_TERMS = tuple(sorted({stem(w) for w in ("authenticated", "current", "me")}))
