@@ -33,7 +33,7 @@ from codemodekit.policy import (
 from codemodekit.providers.base import SourceHealth, ToolProvider
 from codemodekit.providers.local import define_tool, local
 from codemodekit.run import CodeMode, ProgressEvent, RunResult
-from codemodekit.sandbox.base import CodeSandbox, LogEntry
+from codemodekit.sandbox.base import CodeSandbox, LogEntry, RuntimeStats
 from codemodekit.sandbox.quickjs import QuickJsSandbox
 from codemodekit.search import SearchResponse, search_catalog
 from codemodekit.spec import SpecError, load_spec
@@ -67,6 +67,7 @@ __all__ = [
     "ProgressEvent",
     "QuickJsSandbox",
     "RunResult",
+    "RuntimeStats",
     "SearchResponse",
     "SecretUnavailable",
     "SourceHealth",

@@ -16,6 +16,7 @@ import asyncio
 import difflib
 import json
 import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -94,6 +95,8 @@ class ToolBridge:
         self._timeout_s = limits.tool_call_time_ms / 1000
         self.calls_started = 0
         self.bridge_bytes = 0
+        self.tool_ms = 0.0
+        """Dispatch time summed over the run's calls (policy, upstream, result checks)."""
 
     def _reject(
         self,
@@ -212,7 +215,11 @@ class ToolBridge:
                 details=(("path", issue.path),),
             )
         async with self._slots:
-            return await self._dispatch(definition, validators[1], call_id, arguments)
+            dispatched = time.perf_counter()
+            try:
+                return await self._dispatch(definition, validators[1], call_id, arguments)
+            finally:
+                self.tool_ms += (time.perf_counter() - dispatched) * 1000
 
     async def _dispatch(
         self,

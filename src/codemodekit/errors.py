@@ -44,6 +44,7 @@ class ErrorCode(StrEnum):
     CANCELLED = "CANCELLED"
     RESULT_NOT_SERIALIZABLE = "RESULT_NOT_SERIALIZABLE"
     RESULT_TOO_LARGE = "RESULT_TOO_LARGE"
+    SANDBOX_CRASHED = "SANDBOX_CRASHED"
     # tool
     SOURCE_NOT_FOUND = "SOURCE_NOT_FOUND"
     SOURCE_UNAVAILABLE = "SOURCE_UNAVAILABLE"
@@ -60,6 +61,7 @@ class ErrorCode(StrEnum):
     BRIDGE_LIMIT = "BRIDGE_LIMIT"
     # host
     INTERNAL_ERROR = "INTERNAL_ERROR"
+    SERVER_BUSY = "SERVER_BUSY"
 
     @property
     def phase(self) -> Phase:
@@ -80,10 +82,12 @@ _PHASES: dict[ErrorCode, Phase] = {
             ErrorCode.CANCELLED,
             ErrorCode.RESULT_NOT_SERIALIZABLE,
             ErrorCode.RESULT_TOO_LARGE,
+            ErrorCode.SANDBOX_CRASHED,
         ),
         Phase.SANDBOX,
     ),
     ErrorCode.INTERNAL_ERROR: Phase.HOST,
+    ErrorCode.SERVER_BUSY: Phase.HOST,
 }
 for _code in ErrorCode:
     _PHASES.setdefault(_code, Phase.TOOL)

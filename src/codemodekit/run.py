@@ -36,7 +36,13 @@ from codemodekit.providers.base import (
     SourceHealth,
     ToolProvider,
 )
-from codemodekit.sandbox.base import CodeSandbox, CompiledProgram, LogEntry, SandboxOutcome
+from codemodekit.sandbox.base import (
+    CodeSandbox,
+    CompiledProgram,
+    LogEntry,
+    RuntimeStats,
+    SandboxOutcome,
+)
 
 if TYPE_CHECKING:
     from codemodekit.spec.model import Spec
@@ -96,6 +102,14 @@ class RunResult:
     tool_calls: int = 0
     duration_ms: float = 0.0
     catalog_revision: str = ""
+    compile_ms: float = 0.0
+    """Time spent compiling TypeScript to JavaScript."""
+    compute_ms: float = 0.0
+    """CPU time JavaScript actively ran (what ``compute_time_ms`` bounds)."""
+    tool_ms: float = 0.0
+    """Tool-call time, summed over the run's calls (concurrent calls each count)."""
+    queue_ms: float = 0.0
+    """Time the run waited for a sandbox worker (admission control)."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -105,6 +119,13 @@ class RunResult:
             "logs": [entry.to_json() for entry in self.logs],
             "tool_calls": self.tool_calls,
             "catalog_revision": self.catalog_revision,
+            "timings": {
+                "duration_ms": round(self.duration_ms, 3),
+                "compile_ms": round(self.compile_ms, 3),
+                "compute_ms": round(self.compute_ms, 3),
+                "tool_ms": round(self.tool_ms, 3),
+                "queue_ms": round(self.queue_ms, 3),
+            },
         }
         if self.diagnostic is not None:
             out["diagnostic"] = self.diagnostic.to_json()
@@ -400,6 +421,15 @@ class CodeMode:
             out.append(health)
         return tuple(out)
 
+    def runtime_stats(self) -> RuntimeStats:
+        """The execution engine's state: workers, runs in flight and queued, restarts."""
+        stats = getattr(self._sandbox, "stats", None)
+        if callable(stats):
+            snapshot = stats()
+            if isinstance(snapshot, RuntimeStats):
+                return snapshot
+        return RuntimeStats(mode="inline")
+
     @property
     def degraded(self) -> bool:
         return any(h.status != HealthStatus.OK for h in self.health)
@@ -436,6 +466,9 @@ class CodeMode:
         )
         revision = self._catalog.revision
 
+        compile_ms = 0.0
+        outcome: SandboxOutcome | None = None
+
         def result(
             ok: bool,
             *,
@@ -452,13 +485,20 @@ class CodeMode:
                 tool_calls=bridge.calls_started,
                 duration_ms=(time.perf_counter() - started) * 1000,
                 catalog_revision=revision,
+                compile_ms=compile_ms,
+                compute_ms=outcome.compute_ms if outcome is not None else 0.0,
+                tool_ms=bridge.tool_ms,
+                queue_ms=outcome.queue_ms if outcome is not None else 0.0,
             )
 
         try:
+            compiling = time.perf_counter()
             try:
                 program = await self._compile(code)
             except CompileFailure as failure:
                 return result(False, diagnostic=failure.diagnostic)
+            finally:
+                compile_ms = (time.perf_counter() - compiling) * 1000
             if self._sandbox is None:
                 self._sandbox = _default_sandbox()
             try:

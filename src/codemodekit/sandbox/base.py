@@ -71,6 +71,28 @@ class SandboxOutcome:
     diagnostic: Diagnostic | None = None
     logs: tuple[LogEntry, ...] = ()
     compute_ms: float = 0.0
+    queue_ms: float = 0.0
+    """Time the run waited for a sandbox worker before its JavaScript could start."""
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeStats:
+    """A snapshot of the execution engine, for health endpoints and metrics."""
+
+    mode: str
+    """``process`` (sandbox worker processes) or ``inline`` (QuickJS in this process)."""
+    workers: int = 0
+    """Worker processes alive (idle or busy)."""
+    busy_workers: int = 0
+    """Workers hosting a run now."""
+    runs_in_flight: int = 0
+    """Runs admitted and not finished."""
+    runs_queued: int = 0
+    """Runs waiting for admission."""
+    worker_restarts: int = 0
+    """Workers killed (limits, cancellation) or crashed and replaced since start."""
+    runs_rejected: int = 0
+    """Runs refused with ``SERVER_BUSY`` since start."""
 
 
 class CodeSandbox(Protocol):
