@@ -13,7 +13,6 @@ import contextlib
 import hashlib
 import hmac
 import io
-import ipaddress
 import os
 import socket
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -23,29 +22,21 @@ import anyio
 import uvicorn
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from codemodekit.http_guard import LoopbackGuard, is_loopback
 from codemodekit.mcp_server import RUN_TOOL, SEARCH_TOOL, register_code_mode_tools
 
 if TYPE_CHECKING:
     from codemodekit.run import CodeMode
 
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 HTTP_PATH = "/mcp"
 StdioWire = tuple[Any, Any]
 """(stdin lines, stdout file) for ``stdio_server``; ``(None, None)`` means the SDK's own."""
 MAX_STDIO_LINE = 64 * 1024 * 1024
 """Longest JSON-RPC line read from stdin (a run's source alone may be 128 KiB)."""
-
-
-def is_loopback(host: str) -> bool:
-    if host in LOOPBACK_HOSTS:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def create_server(
@@ -113,9 +104,20 @@ def http_app(
     auth_token: str | None = None,
     path: str = HTTP_PATH,
 ) -> ASGIApp:
-    """The server's Streamable HTTP app, behind ``BearerAuth`` when a token is given."""
-    app: ASGIApp = server.streamable_http_app(streamable_http_path=path, host=host)
-    return BearerAuth(app, auth_token) if auth_token else app
+    """The server's Streamable HTTP app, behind ``BearerAuth`` when a token is given.
+
+    A loopback ``host`` (any address of 127.0.0.0/8, ``::1`` in any spelling, ``localhost``)
+    is also behind ``LoopbackGuard`` (Host/Origin validation against DNS rebinding); the
+    SDK's own check, which knows only three spellings, is replaced by it.
+    """
+    app: ASGIApp = server.streamable_http_app(
+        streamable_http_path=path,
+        host=host,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    if auth_token:
+        app = BearerAuth(app, auth_token)
+    return LoopbackGuard(app) if is_loopback(host) else app
 
 
 class _Lines:
