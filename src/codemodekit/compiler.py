@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+from functools import lru_cache
 
 import tree_sitter as ts
 
@@ -143,6 +144,12 @@ def location_at(data: bytes, offset: int) -> Location:
     return Location(line, len(prefix) - line_start + 1)
 
 
+@lru_cache(maxsize=8)
+def _lines(javascript: str) -> list[str]:
+    # One split per program, not per stack frame: an error's stack may list many frames.
+    return _LINE_BREAK.split(javascript)
+
+
 def user_location(program: CompiledProgram, line: int, column: int) -> Location | None:
     """Map a QuickJS position in ``program.javascript`` to the user's own code.
 
@@ -153,7 +160,7 @@ def user_location(program: CompiledProgram, line: int, column: int) -> Location 
     user_line = line - program.line_offset
     if user_line < 1:
         return None
-    lines = _LINE_BREAK.split(program.javascript)
+    lines = _lines(program.javascript)
     if line > len(lines) - 1:  # the last line is the wrapper tail
         return None
     text = lines[line - 1].encode("utf-8", "surrogatepass")

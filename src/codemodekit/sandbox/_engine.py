@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import time
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -23,7 +22,7 @@ from codemodekit.compiler import user_location
 from codemodekit.errors import Diagnostic, ErrorCode, Location, new_correlation_id
 from codemodekit.limits import Limits
 from codemodekit.sandbox._warm import prepare_context
-from codemodekit.sandbox._watchdog import WATCHDOG, Slice
+from codemodekit.sandbox._watchdog import WATCHDOG, Slice, Watchdog
 from codemodekit.sandbox.base import CompiledProgram, LogEntry
 
 MAX_CALLS_PER_SLICE = 1024
@@ -35,7 +34,11 @@ HOST_BUDGET_S = 0.25
 HEADROOM_BYTES = 4 * 1024 * 1024
 """Extra heap granted after an out-of-memory failure, only to read the logs out."""
 GRACE_S = 0.1
-"""Wall time past a slice's remaining budget before the watchdog trips it."""
+"""Compute time past a slice's remaining budget before the watchdog trips it."""
+STACK_CHARS = 16_384
+STACK_FRAMES = 64
+"""How much of an error's stack is searched for the user's location (the stack is model-
+controlled text: a thrown object may carry a stack of millions of lines)."""
 
 log = logging.getLogger("codemodekit.sandbox")
 
@@ -79,17 +82,27 @@ class ToolCall:
 
 @dataclass(slots=True)
 class Step:
-    """What one slice produced: new tool calls, or the end of the run."""
+    """What one slice produced: new tool calls, or the end of the run.
 
-    calls: list[ToolCall] = field(default_factory=list)
+    Model-controlled data stays JSON text here (``call_lines``, ``value_json``): it is
+    decoded by the host-side driver (``decode_calls``, ``decode_value``), so a worker process
+    never parses it and the host parses it once, with its own bounds.
+    """
+
+    call_lines: list[str] = field(default_factory=list)
+    """``[id, source, tool, arguments]`` as JSON text, one per queued call."""
     done: bool = False
     ok: bool = False
+    value_json: str | None = None
+    """The returned value as JSON text (``None``: ``undefined``), until decoded."""
     value: Any = None
+    """The returned value, once ``decode_value`` ran."""
     diagnostic: Diagnostic | None = None
     tool_call_id: int | None = None
     """Set when the run ended on an uncaught host rejection of this call."""
     logs: tuple[LogEntry, ...] = ()
     compute_ms: float = 0.0
+    compile_ms: float = 0.0
 
 
 def _well_formed(value: Any) -> Any:
@@ -112,6 +125,30 @@ def _loads(text: str) -> Any:
 
 TOO_DEEP = "deeper than the host's JSON decoder allows (some hundreds of levels)"
 _CALL_HEAD = re.compile(r'\[(\d+),("(?:[^"\\]|\\.)*"),("(?:[^"\\]|\\.)*"),')
+
+
+def decode_calls(lines: list[str]) -> list[ToolCall]:
+    """The queued calls of a step, decoded on the host."""
+    return [call for line in lines if (call := _tool_call(line)) is not None]
+
+
+def decode_value(step: Step) -> Step:
+    """Decode a successful step's returned value; a value nested deeper than the decoder
+    goes fails the run with ``RESULT_NOT_SERIALIZABLE``."""
+    if not (step.done and step.ok) or step.value_json is None:
+        return step
+    try:
+        value = _loads(step.value_json)
+    except (RecursionError, ValueError):
+        step.ok = False
+        step.diagnostic = Diagnostic(
+            ErrorCode.RESULT_NOT_SERIALIZABLE,
+            f"the returned value nests {TOO_DEEP}; return a flatter value",
+        )
+        return step
+    step.value_json = None
+    step.value = value
+    return step
 
 
 def _tool_call(line: str) -> ToolCall | None:
@@ -141,9 +178,19 @@ class Engine:
     """A fresh context with the prelude installed; disposed by ``close``."""
 
     def __init__(
-        self, limits: Limits, *, stack_cap: int, prepared: tuple[Any, Any] | None = None
+        self,
+        limits: Limits,
+        *,
+        stack_cap: int,
+        prepared: tuple[Any, Any] | None = None,
+        watchdog: Watchdog = WATCHDOG,
     ) -> None:
+        """``watchdog`` also sets the clock compute time is measured on: wall time in the
+        server's process (whose CPU time other threads share), the worker's own CPU time
+        in a sandbox worker process (see ``_worker.py``)."""
         self.limits = limits
+        self._watchdog = watchdog
+        self._clock = watchdog.clock
         self._budget = HOST_BUDGET_S
         self._used = 0.0
         self._program: CompiledProgram | None = None
@@ -191,7 +238,7 @@ class Engine:
         self._interrupted = True
         running = self._slice
         if running is not None:
-            WATCHDOG.trip(running)
+            self._watchdog.trip(running)
 
     # -- entering JavaScript --------------------------------------------------------------
     def _enter(self, fn: Any, *args: Any) -> Any:
@@ -201,22 +248,23 @@ class Engine:
         self._ctx.set_time_limit(remaining)
         # Operators and most natives never poll for the time limit: the watchdog ends a
         # slice that overruns its budget from outside (see _watchdog.py).
-        running = WATCHDOG.enter(
-            self._ctx, time.monotonic() + remaining + GRACE_S, self._heap_limit
+        watchdog = self._watchdog
+        running = watchdog.enter(
+            self._ctx, watchdog.clock() + remaining + GRACE_S, self._heap_limit
         )
         self._slice = running
         if self._interrupted:
-            WATCHDOG.trip(running)
-        started = time.perf_counter()
+            watchdog.trip(running)
+        started = self._clock()
         failure: quickjs.JSException | None = None
         try:
             result = fn(*args)
         except quickjs.JSException as exc:
             failure = exc
         finally:
-            self._used += time.perf_counter() - started
+            self._used += self._clock() - started
             self._slice = None
-            tripped = WATCHDOG.leave(running)
+            tripped = watchdog.leave(running)
         if tripped:
             # Whatever the slice reported (out of memory, a caught failure), it ran past its
             # budget. Restore the heap limit for the host-side log read-out.
@@ -275,11 +323,10 @@ class Engine:
         packet = _loads(head)
         if not isinstance(packet, dict) or "s" not in packet:
             raise EngineFault(self._port_fault(packet, "drain"))
-        calls = [call for line in lines if (call := _tool_call(line)) is not None]
         if packet["s"] != 0:
             # The run is over; calls queued in its last slice are never dispatched.
             return self._finish()
-        return Step(calls=calls)
+        return Step(call_lines=lines)
 
     # -- the end of a run -----------------------------------------------------------------
     def _finish(self) -> Step:
@@ -294,14 +341,8 @@ class Engine:
             if size > self.limits.final_result_bytes:
                 step.diagnostic = self._too_large(f"{size} bytes")
             else:
-                try:
-                    step.value = _loads(raw[1:])
-                    step.ok = True
-                except RecursionError:
-                    step.diagnostic = Diagnostic(
-                        ErrorCode.RESULT_NOT_SERIALIZABLE,
-                        f"the returned value nests {TOO_DEEP}; return a flatter value",
-                    )
+                step.value_json = raw[1:]
+                step.ok = True
             return self._with_logs(step)
         report = _loads(raw)
         kind = report.get("k")
@@ -370,7 +411,8 @@ class Engine:
         """The first frame of the stack that lies in the user's code, in the user's terms."""
         if self._program is None:
             return None
-        for line in stack.splitlines():
+        # The stack is the user's to write (``e.stack = "…"``): read a bounded head only.
+        for line in stack[:STACK_CHARS].splitlines()[:STACK_FRAMES]:
             match = _FRAME.match(line)
             if match is None or (match.group("name") or "").startswith("codemode$"):
                 continue

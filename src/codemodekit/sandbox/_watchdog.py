@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 TICK_S = 0.02
@@ -46,14 +47,19 @@ class Slice:
 
 
 class Watchdog:
-    def __init__(self) -> None:
+    """Deadlines are on ``clock``: ``time.monotonic`` in the server's process; a sandbox
+    worker uses its own CPU time (``time.process_time``), so a run is charged only for the
+    CPU it used, however busy the machine is."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
         self._lock = threading.Lock()
         self._active: dict[int, Slice] = {}
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
 
     def enter(self, ctx: Any, deadline: float, heap: int) -> Slice:
-        """Register a slice that must end by ``deadline`` (``time.monotonic()``) and runs
+        """Register a slice that must end by ``deadline`` (on ``clock``) and runs
         under the heap limit ``heap``."""
         entry = Slice(ctx, deadline, heap)
         with self._lock:
@@ -78,7 +84,7 @@ class Watchdog:
         """Trip a registered slice now (its run was cancelled or timed out)."""
         with self._lock:
             if id(entry) in self._active and not entry.low:
-                now = time.monotonic()
+                now = self.clock()
                 entry.deadline = min(entry.deadline, now)
                 self._pulse_locked(entry, now)
         if not self._wake.is_set():
@@ -100,7 +106,7 @@ class Watchdog:
         while True:
             self._wake.wait()
             time.sleep(TICK_S)
-            now = time.monotonic()
+            now = self.clock()
             with self._lock:
                 for entry in self._active.values():
                     if now >= entry.deadline:

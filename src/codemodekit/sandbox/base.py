@@ -71,6 +71,8 @@ class SandboxOutcome:
     diagnostic: Diagnostic | None = None
     logs: tuple[LogEntry, ...] = ()
     compute_ms: float = 0.0
+    compile_ms: float = 0.0
+    """Compile time, when the sandbox compiled the TypeScript itself (``run_source``)."""
     queue_ms: float = 0.0
     """Time the run waited for a sandbox worker before its JavaScript could start."""
 

@@ -10,29 +10,23 @@ No Python callable is ever installed in the context (see ``prelude.js`` and ADR 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import json
 import logging
 import threading
 from collections.abc import Callable
 from functools import partial
-from typing import Any, Literal
+from typing import Literal
 
-from codemodekit.errors import Diagnostic, ErrorCode, new_correlation_id
+from codemodekit.errors import Diagnostic
 from codemodekit.limits import Limits
-from codemodekit.sandbox._engine import Engine, Step, ToolCall, prelude_source
+from codemodekit.sandbox._drive import drive
+from codemodekit.sandbox._engine import Engine, Step, prelude_source
 from codemodekit.sandbox._warm import WarmContexts
 from codemodekit.sandbox._workers import STACK_MARGIN_BYTES, JsWorkers, default_workers
-from codemodekit.sandbox.base import CompiledProgram, SandboxHost, SandboxOutcome, ToolCallRejected
+from codemodekit.sandbox.base import CompiledProgram, SandboxHost, SandboxOutcome
 
 __all__ = ["QuickJsSandbox"]
 
 log = logging.getLogger("codemodekit.sandbox")
-
-NEVER_SETTLES = (
-    "the code awaited a promise that can never settle: no tool call is in flight and no "
-    "JavaScript is left to run (a Promise whose resolve is never called?)"
-)
 
 
 def _inline_stack_cap() -> int:
@@ -141,153 +135,50 @@ class QuickJsSandbox:
     async def run(
         self, program: CompiledProgram, host: SandboxHost, limits: Limits
     ) -> SandboxOutcome:
-        session = _Session()
-        stack_cap = self._stack_cap()
-
-        def start() -> Step:
-            session.engine = Engine(limits, stack_cap=stack_cap, prepared=self._warm.take())
-            return session.engine.start(program)
-
-        loop = asyncio.get_running_loop()
-        tasks: dict[asyncio.Future[Any], ToolCall] = {}
-        finished: list[asyncio.Future[Any]] = []
-        waker: list[asyncio.Future[None]] = []
-
-        # Cheaper than asyncio.wait per slice: each call reports itself when it ends.
-        def on_done(task: asyncio.Future[Any]) -> None:
-            finished.append(task)
-            if waker and not waker[0].done():
-                waker[0].set_result(None)
-
-        rejected: dict[int, Diagnostic] = {}
         self._active += 1
         try:
-            step = await self._op(session, start)
-            while not step.done:
-                for call in step.calls:
-                    task: asyncio.Future[Any]
-                    try:
-                        if call.problem is not None:
-                            raise _undecodable(call)
-                        task = asyncio.ensure_future(
-                            host.call_tool(call.source, call.tool, call.arguments)
-                        )
-                    except Exception as exc:  # a host that fails before awaiting
-                        task = loop.create_future()
-                        task.set_exception(exc)
-                    tasks[task] = call
-                    task.add_done_callback(on_done)
-                engine = session.engine
-                if engine is None:  # pragma: no cover - closed only on cancellation
-                    raise asyncio.CancelledError
-                if not tasks:
-                    diagnostic = Diagnostic(ErrorCode.UNCAUGHT_EXCEPTION, NEVER_SETTLES)
-                    step = await self._op(session, partial(engine.abandon, diagnostic))
-                    break
-                if not finished:
-                    waker[:] = [loop.create_future()]
-                    await waker[0]
-                parts = [_settlement(done, tasks.pop(done), rejected) for done in finished]
-                finished.clear()
-                batch = "\n".join(parts)
-                step = await self._op(session, partial(engine.settle, batch))
-        except BaseException:
-            session.request_close()
-            raise
+            return await drive(_InProcessChannel(self, program, limits), host)
         finally:
             self._active -= 1
-            self._warm.refill_soon(loop)
-            for pending in tasks:
-                pending.remove_done_callback(on_done)
-                pending.cancel()
-                # Retrieve the outcome later so a late failure is never reported as lost.
-                pending.add_done_callback(_consume)
-        return _outcome(step, rejected)
+            self._warm.refill_soon(asyncio.get_running_loop())
 
 
-def _undecodable(call: ToolCall) -> ToolCallRejected:
-    """A call whose arguments the host cannot decode: rejected without reaching the host."""
-    from codemodekit.catalog import tool_address
+class _InProcessChannel:
+    """Slices of one run's engine, on a worker thread (or inline) of this process."""
 
-    address = tool_address(call.source, call.tool)
-    return ToolCallRejected(
-        Diagnostic(
-            ErrorCode.TOOL_INPUT_INVALID,
-            f"{address}: {call.problem}",
-            tool=address,
-            source=call.source,
-        )
-    )
+    def __init__(self, sandbox: QuickJsSandbox, program: CompiledProgram, limits: Limits) -> None:
+        self._sandbox = sandbox
+        self._program = program
+        self._limits = limits
+        self._session = _Session()
 
+    async def _op(self, fn: Callable[[], Step]) -> Step:
+        if self._session.engine is None and self._session.close_requested:
+            raise asyncio.CancelledError  # pragma: no cover - closed only on cancellation
+        return await self._sandbox._op(self._session, fn)
 
-def _consume(task: asyncio.Future[Any]) -> None:
-    if not task.cancelled():
-        task.exception()
+    async def start(self) -> Step:
+        session, stack_cap = self._session, self._sandbox._stack_cap()
 
-
-def _settlement(task: asyncio.Future[Any], call: ToolCall, rejected: dict[int, Diagnostic]) -> str:
-    """One ``[id, 1, value]`` / ``[id, 0, error]`` line of a settle batch, as JSON text."""
-    try:
-        value = task.result()
-    except ToolCallRejected as rejection:
-        diagnostic = rejection.diagnostic
-    except asyncio.CancelledError:
-        diagnostic = Diagnostic(ErrorCode.TOOL_INTERNAL_ERROR, "the tool call was cancelled")
-    except Exception:
-        correlation_id = new_correlation_id()
-        log.exception(
-            "tool call %s.%s raised (correlation %s)", call.source, call.tool, correlation_id
-        )
-        diagnostic = Diagnostic(
-            ErrorCode.TOOL_INTERNAL_ERROR,
-            f"the tool call failed inside the host (correlation id {correlation_id})",
-            correlation_id=correlation_id,
-        )
-    else:
-        try:
-            # ensure_ascii keeps lone surrogates as escapes, which cross into JS intact.
-            return f"[{call.call_id},1,{json.dumps(value, allow_nan=False)}]"
-        except (TypeError, ValueError, RecursionError) as exc:
-            correlation_id = new_correlation_id()
-            log.error(
-                "host returned a non-JSON tool result (correlation %s): %s", correlation_id, exc
+        def start() -> Step:
+            session.engine = Engine(
+                self._limits, stack_cap=stack_cap, prepared=self._sandbox._warm.take()
             )
-            diagnostic = Diagnostic(
-                ErrorCode.TOOL_RESULT_INVALID,
-                f"the tool result is not JSON (correlation id {correlation_id})",
-                correlation_id=correlation_id,
-            )
-    if diagnostic.tool is None or diagnostic.source is None:
-        from codemodekit.catalog import tool_address
+            return session.engine.start(self._program)
 
-        diagnostic = dataclasses.replace(
-            diagnostic,
-            tool=diagnostic.tool or tool_address(call.source, call.tool),
-            source=diagnostic.source or call.source,
-        )
-    rejected[call.call_id] = diagnostic
-    info = {
-        "code": str(diagnostic.code),
-        "message": diagnostic.message,
-        "tool": diagnostic.tool,
-        "source": diagnostic.source,
-    }
-    return f"[{call.call_id},0,{json.dumps(info)}]"
+        return await self._sandbox._op(session, start)
 
+    def _engine(self) -> Engine:
+        engine = self._session.engine
+        if engine is None:  # pragma: no cover - closed only on cancellation
+            raise asyncio.CancelledError
+        return engine
 
-def _outcome(step: Step, rejected: dict[int, Diagnostic]) -> SandboxOutcome:
-    diagnostic = step.diagnostic
-    if step.tool_call_id is not None and diagnostic is not None:
-        original = rejected.get(step.tool_call_id)
-        if original is not None:
-            # The host's own diagnostic (details, correlation id), at the user's call site.
-            diagnostic = dataclasses.replace(original, location=diagnostic.location)
-    if not step.ok and diagnostic is None:
-        diagnostic = Diagnostic(ErrorCode.CANCELLED, "the run was cancelled")
-    return SandboxOutcome(
-        ok=step.ok,
-        value=step.value if step.ok else None,
-        diagnostic=None if step.ok else diagnostic,
-        logs=step.logs,
-        compute_ms=step.compute_ms,
-    )
+    async def settle(self, batch: str) -> Step:
+        return await self._op(partial(self._engine().settle, batch))
+
+    async def abandon(self, diagnostic: Diagnostic) -> Step:
+        return await self._op(partial(self._engine().abandon, diagnostic))
+
+    def stop(self) -> None:
+        self._session.request_close()

@@ -1,0 +1,181 @@
+"""The host side of a run, shared by every adapter: dispatch queued calls, settle them.
+
+A run is a sequence of slices in one QuickJS context, wherever that context lives (this
+process or a sandbox worker process): start the program, take the queued tool calls, start
+them on the host as asyncio tasks, settle their promises in the next slice when some finish,
+repeat until the top-level promise settles. An ``EngineChannel`` runs one slice and returns
+its ``Step``; model-controlled data in a step is still JSON text and is decoded here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+from typing import Any, Protocol
+
+from codemodekit.errors import Diagnostic, ErrorCode, new_correlation_id
+from codemodekit.sandbox._engine import Step, ToolCall, decode_calls, decode_value
+from codemodekit.sandbox.base import SandboxHost, SandboxOutcome, ToolCallRejected
+
+log = logging.getLogger("codemodekit.sandbox")
+
+NEVER_SETTLES = (
+    "the code awaited a promise that can never settle: no tool call is in flight and no "
+    "JavaScript is left to run (a Promise whose resolve is never called?)"
+)
+
+
+class EngineChannel(Protocol):
+    """One run's engine, wherever it runs. Each call runs one slice."""
+
+    async def start(self) -> Step: ...
+
+    async def settle(self, batch: str) -> Step: ...
+
+    async def abandon(self, diagnostic: Diagnostic) -> Step: ...
+
+    def stop(self) -> None:
+        """The run is over early (cancelled, wall limit): stop any running slice now."""
+        ...
+
+
+async def drive(channel: EngineChannel, host: SandboxHost) -> SandboxOutcome:
+    loop = asyncio.get_running_loop()
+    tasks: dict[asyncio.Future[Any], ToolCall] = {}
+    finished: list[asyncio.Future[Any]] = []
+    waker: list[asyncio.Future[None]] = []
+
+    # Cheaper than asyncio.wait per slice: each call reports itself when it ends.
+    def on_done(task: asyncio.Future[Any]) -> None:
+        finished.append(task)
+        if waker and not waker[0].done():
+            waker[0].set_result(None)
+
+    rejected: dict[int, Diagnostic] = {}
+    try:
+        step = await channel.start()
+        while not step.done:
+            for call in decode_calls(step.call_lines):
+                task: asyncio.Future[Any]
+                try:
+                    if call.problem is not None:
+                        raise _undecodable(call)
+                    task = asyncio.ensure_future(
+                        host.call_tool(call.source, call.tool, call.arguments)
+                    )
+                except Exception as exc:  # a host that fails before awaiting
+                    task = loop.create_future()
+                    task.set_exception(exc)
+                tasks[task] = call
+                task.add_done_callback(on_done)
+            if not tasks:
+                diagnostic = Diagnostic(ErrorCode.UNCAUGHT_EXCEPTION, NEVER_SETTLES)
+                step = await channel.abandon(diagnostic)
+                break
+            if not finished:
+                waker[:] = [loop.create_future()]
+                await waker[0]
+            parts = [_settlement(done, tasks.pop(done), rejected) for done in finished]
+            finished.clear()
+            step = await channel.settle("\n".join(parts))
+    except BaseException:
+        channel.stop()
+        raise
+    finally:
+        for pending in tasks:
+            pending.remove_done_callback(on_done)
+            pending.cancel()
+            # Retrieve the outcome later so a late failure is never reported as lost.
+            pending.add_done_callback(_consume)
+    return _outcome(decode_value(step), rejected)
+
+
+def _undecodable(call: ToolCall) -> ToolCallRejected:
+    """A call whose arguments the host cannot decode: rejected without reaching the host."""
+    from codemodekit.catalog import tool_address
+
+    address = tool_address(call.source, call.tool)
+    return ToolCallRejected(
+        Diagnostic(
+            ErrorCode.TOOL_INPUT_INVALID,
+            f"{address}: {call.problem}",
+            tool=address,
+            source=call.source,
+        )
+    )
+
+
+def _consume(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
+def _settlement(task: asyncio.Future[Any], call: ToolCall, rejected: dict[int, Diagnostic]) -> str:
+    """One ``[id, 1, value]`` / ``[id, 0, error]`` line of a settle batch, as JSON text."""
+    try:
+        value = task.result()
+    except ToolCallRejected as rejection:
+        diagnostic = rejection.diagnostic
+    except asyncio.CancelledError:
+        diagnostic = Diagnostic(ErrorCode.TOOL_INTERNAL_ERROR, "the tool call was cancelled")
+    except Exception:
+        correlation_id = new_correlation_id()
+        log.exception(
+            "tool call %s.%s raised (correlation %s)", call.source, call.tool, correlation_id
+        )
+        diagnostic = Diagnostic(
+            ErrorCode.TOOL_INTERNAL_ERROR,
+            f"the tool call failed inside the host (correlation id {correlation_id})",
+            correlation_id=correlation_id,
+        )
+    else:
+        try:
+            # ensure_ascii keeps lone surrogates as escapes, which cross into JS intact.
+            return f"[{call.call_id},1,{json.dumps(value, allow_nan=False)}]"
+        except (TypeError, ValueError, RecursionError) as exc:
+            correlation_id = new_correlation_id()
+            log.error(
+                "host returned a non-JSON tool result (correlation %s): %s", correlation_id, exc
+            )
+            diagnostic = Diagnostic(
+                ErrorCode.TOOL_RESULT_INVALID,
+                f"the tool result is not JSON (correlation id {correlation_id})",
+                correlation_id=correlation_id,
+            )
+    if diagnostic.tool is None or diagnostic.source is None:
+        from codemodekit.catalog import tool_address
+
+        diagnostic = dataclasses.replace(
+            diagnostic,
+            tool=diagnostic.tool or tool_address(call.source, call.tool),
+            source=diagnostic.source or call.source,
+        )
+    rejected[call.call_id] = diagnostic
+    info = {
+        "code": str(diagnostic.code),
+        "message": diagnostic.message,
+        "tool": diagnostic.tool,
+        "source": diagnostic.source,
+    }
+    return f"[{call.call_id},0,{json.dumps(info)}]"
+
+
+def _outcome(step: Step, rejected: dict[int, Diagnostic]) -> SandboxOutcome:
+    diagnostic = step.diagnostic
+    if step.tool_call_id is not None and diagnostic is not None:
+        original = rejected.get(step.tool_call_id)
+        if original is not None:
+            # The host's own diagnostic (details, correlation id), at the user's call site.
+            diagnostic = dataclasses.replace(original, location=diagnostic.location)
+    if not step.ok and diagnostic is None:
+        diagnostic = Diagnostic(ErrorCode.CANCELLED, "the run was cancelled")
+    return SandboxOutcome(
+        ok=step.ok,
+        value=step.value if step.ok else None,
+        diagnostic=None if step.ok else diagnostic,
+        logs=step.logs,
+        compute_ms=step.compute_ms,
+        compile_ms=step.compile_ms,
+    )
