@@ -20,6 +20,7 @@ MODULES = [
     "benchmarks.bench_search",
     "benchmarks.bench_mcp",
     "benchmarks.bench_openapi",
+    "benchmarks.bench_cli",
 ]
 
 

@@ -7,49 +7,93 @@ async with CodeMode.from_spec(load_spec("codemode.toml")) as cm:
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-from codemodekit.catalog import Catalog, ToolDefinition
-from codemodekit.errors import (
-    CodeModeError,
-    Diagnostic,
-    ErrorCode,
-    Location,
-    Phase,
-    SecretUnavailable,
-    SourceUnavailable,
-    ToolError,
-)
-from codemodekit.limits import Limits
-from codemodekit.policy import (
-    PolicyDecision,
-    ToolCallRequest,
-    allow_all_tool_calls,
-    deny_all_tool_calls,
-    rules_policy,
-)
-from codemodekit.providers.base import SourceHealth, ToolProvider
-from codemodekit.providers.local import define_tool, local
-from codemodekit.run import CodeMode, ProgressEvent, RunResult
-from codemodekit.sandbox.base import CodeSandbox, LogEntry, RuntimeStats
-from codemodekit.sandbox.quickjs import QuickJsSandbox
-from codemodekit.search import SearchResponse, search_catalog
-from codemodekit.spec import SpecError, load_spec
-from codemodekit.spec.model import Spec
+# Public names resolve on first access (PEP 562): `import codemodekit` must stay cheap so that
+# `codemode --version` and sandbox worker processes do not pay for pydantic, jsonschema,
+# tree-sitter or the MCP SDK they may never use. The TYPE_CHECKING block below mirrors this
+# table for mypy and IDEs; tests/test_lazy_imports.py keeps the two and __all__ in step.
+_LAZY: dict[str, str] = {
+    "Catalog": "codemodekit.catalog",
+    "ToolDefinition": "codemodekit.catalog",
+    "CodeModeError": "codemodekit.errors",
+    "Diagnostic": "codemodekit.errors",
+    "ErrorCode": "codemodekit.errors",
+    "Location": "codemodekit.errors",
+    "Phase": "codemodekit.errors",
+    "SecretUnavailable": "codemodekit.errors",
+    "SourceUnavailable": "codemodekit.errors",
+    "ToolError": "codemodekit.errors",
+    "Limits": "codemodekit.limits",
+    "register_code_mode_tools": "codemodekit.mcp_server",
+    "PolicyDecision": "codemodekit.policy",
+    "ToolCallRequest": "codemodekit.policy",
+    "allow_all_tool_calls": "codemodekit.policy",
+    "deny_all_tool_calls": "codemodekit.policy",
+    "rules_policy": "codemodekit.policy",
+    "SourceHealth": "codemodekit.providers.base",
+    "ToolProvider": "codemodekit.providers.base",
+    "define_tool": "codemodekit.providers.local",
+    "local": "codemodekit.providers.local",
+    "CodeMode": "codemodekit.run",
+    "ProgressEvent": "codemodekit.run",
+    "RunResult": "codemodekit.run",
+    "CodeSandbox": "codemodekit.sandbox.base",
+    "LogEntry": "codemodekit.sandbox.base",
+    "RuntimeStats": "codemodekit.sandbox.base",
+    "QuickJsSandbox": "codemodekit.sandbox.quickjs",
+    "SearchResponse": "codemodekit.search",
+    "search_catalog": "codemodekit.search",
+    "SpecError": "codemodekit.spec",
+    "load_spec": "codemodekit.spec",
+    "Spec": "codemodekit.spec.model",
+}
 
 if TYPE_CHECKING:
+    from codemodekit.catalog import Catalog, ToolDefinition
+    from codemodekit.errors import (
+        CodeModeError,
+        Diagnostic,
+        ErrorCode,
+        Location,
+        Phase,
+        SecretUnavailable,
+        SourceUnavailable,
+        ToolError,
+    )
+    from codemodekit.limits import Limits
     from codemodekit.mcp_server import register_code_mode_tools
+    from codemodekit.policy import (
+        PolicyDecision,
+        ToolCallRequest,
+        allow_all_tool_calls,
+        deny_all_tool_calls,
+        rules_policy,
+    )
+    from codemodekit.providers.base import SourceHealth, ToolProvider
+    from codemodekit.providers.local import define_tool, local
+    from codemodekit.run import CodeMode, ProgressEvent, RunResult
+    from codemodekit.sandbox.base import CodeSandbox, LogEntry, RuntimeStats
+    from codemodekit.sandbox.quickjs import QuickJsSandbox
+    from codemodekit.search import SearchResponse, search_catalog
+    from codemodekit.spec import SpecError, load_spec
+    from codemodekit.spec.model import Spec
 
 
 def __getattr__(name: str) -> Any:
-    # The MCP server adapter pulls in the whole MCP SDK (~0.3 s); load it on first use.
-    if name == "register_code_mode_tools":
-        from codemodekit.mcp_server import register_code_mode_tools
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'codemodekit' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
 
-        return register_code_mode_tools
-    raise AttributeError(f"module 'codemodekit' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 __all__ = [

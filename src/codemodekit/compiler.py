@@ -16,14 +16,13 @@ Python ``str`` character). QuickJS reports UTF-8 byte columns: ``user_location``
 
 from __future__ import annotations
 
-import re
 import threading
 import time
-from functools import lru_cache
 
 import tree_sitter as ts
 
 from codemodekit.compiler_erase import plan_erasure, render
+from codemodekit.compiler_location import LINE_BREAK, user_location
 from codemodekit.compiler_query import LANGUAGE
 from codemodekit.compiler_syntax import first_syntax_error
 from codemodekit.errors import CompileFailure, Diagnostic, ErrorCode, Location
@@ -35,8 +34,6 @@ WRAPPER_HEAD = "(async () => {\n"
 # The tail starts on its own line so a trailing `// comment` cannot swallow it.
 WRAPPER_TAIL = "\n})()"
 LINE_OFFSET = WRAPPER_HEAD.count("\n")
-
-_LINE_BREAK = re.compile(r"\r\n|[\n\r\u2028\u2029]")
 
 
 class CodeCompiler:
@@ -138,31 +135,7 @@ def location_at(data: bytes, offset: int) -> Location:
     prefix = data[:offset].decode("utf-8", "replace")
     line = 1
     line_start = 0
-    for match in _LINE_BREAK.finditer(prefix):
+    for match in LINE_BREAK.finditer(prefix):
         line += 1
         line_start = match.end()
     return Location(line, len(prefix) - line_start + 1)
-
-
-@lru_cache(maxsize=8)
-def _lines(javascript: str) -> list[str]:
-    # One split per program, not per stack frame: an error's stack may list many frames.
-    return _LINE_BREAK.split(javascript)
-
-
-def user_location(program: CompiledProgram, line: int, column: int) -> Location | None:
-    """Map a QuickJS position in ``program.javascript`` to the user's own code.
-
-    ``line`` is 1-based in the JavaScript, ``column`` the 1-based UTF-8 byte column QuickJS
-    reports. Returns ``None`` for positions in the wrapper. Erasure keeps every character at
-    its index, so the code-point column in the JavaScript line is the user's column.
-    """
-    user_line = line - program.line_offset
-    if user_line < 1:
-        return None
-    lines = _lines(program.javascript)
-    if line > len(lines) - 1:  # the last line is the wrapper tail
-        return None
-    text = lines[line - 1].encode("utf-8", "surrogatepass")
-    prefix = text[: max(column - 1, 0)].decode("utf-8", "ignore")
-    return Location(user_line, len(prefix) + 1)

@@ -188,7 +188,7 @@ def test_check_cli_reports_malformed_spec_in_one_screen(
 ) -> None:
     (tmp_path / "codemode.toml").write_text(text)
     r = _codemode("check", cwd=tmp_path)
-    assert r.returncode == 1
+    assert r.returncode == 2
     assert "Traceback" not in r.stderr + r.stdout
     out = r.stderr + r.stdout
     assert f"codemode.toml:{line}:" in out
@@ -216,7 +216,7 @@ def test_missing_file_and_non_utf8(tmp_path: Path) -> None:
         load_spec(bad)
     assert "codemode.toml" in str(info.value)
     r = _codemode("check", cwd=tmp_path)
-    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "Traceback" not in r.stderr
 
 
 def test_empty_file_is_a_clear_error(tmp_path: Path) -> None:
@@ -377,7 +377,7 @@ def test_deeply_nested_values_are_a_spec_error_not_a_crash(tmp_path: Path) -> No
         load_spec(path)
     assert "codemode.toml:5:" in str(info.value)
     r = _codemode("check", cwd=tmp_path)
-    assert r.returncode == 1
+    assert r.returncode == 2
     assert "Traceback" not in r.stderr and len(r.stderr.splitlines()) <= 25
 
 

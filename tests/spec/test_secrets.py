@@ -84,7 +84,7 @@ def test_errors_never_show_secret_values(
     for shown in (str(error), repr(error), *(i.message for i in error.issues)):
         assert LITERAL not in shown
         assert TOKEN not in shown
-    assert main(["check", "-c", str(path)]) == 1
+    assert main(["check", "-c", str(path)]) == 2
     out, err = capsys.readouterr()
     assert LITERAL not in out + err
 

@@ -68,7 +68,7 @@ def run_check(args: argparse.Namespace) -> int:
         spec = load_spec(args.config)
     except SpecError as exc:
         print(exc, file=sys.stderr)
-        return 1
+        return 2  # a spec error is a usage error, as in every other command
     findings = check_environment(spec)
     print_summary(spec, args.config, sys.stdout)
     # Offline, what this machine lacks (a document, a variable) is a warning: the file

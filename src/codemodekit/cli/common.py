@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -14,6 +15,7 @@ from codemodekit.providers.base import HealthStatus, SourceHealth
 from codemodekit.spec.model import Spec
 
 DEFAULT_CONFIG = "codemode.toml"
+CONFIG_ENV = "CODEMODE_CONFIG"
 
 
 class CliExit(Exception):
@@ -26,22 +28,55 @@ class CliExit(Exception):
 
 
 def add_config_argument(parser: Any) -> None:
+    # SUPPRESS keeps a `-c` given before the subcommand (on the top-level parser) from being
+    # overwritten by this parser's default.
     parser.add_argument(
         "-c",
         "--config",
-        default=DEFAULT_CONFIG,
+        default=argparse.SUPPRESS,
         metavar="PATH",
-        help="the codemode.toml to use, or its folder (default: ./codemode.toml)",
+        help="the codemode.toml to use, or its folder (default: $CODEMODE_CONFIG, else the "
+        "nearest codemode.toml in this folder or a parent)",
     )
 
 
+def find_config(start: Path | None = None) -> Path | None:
+    """The nearest ``codemode.toml`` in ``start`` (default: the CWD) or one of its parents."""
+    folder = (start or Path.cwd()).resolve()
+    for candidate in (folder, *folder.parents):
+        path = candidate / DEFAULT_CONFIG
+        if path.is_file():
+            return path
+    return None
+
+
 def config_path(args: argparse.Namespace) -> Path:
-    """``-c PATH``; a folder means the ``codemode.toml`` inside it."""
-    path = Path(args.config)
-    if path.is_dir():
-        path = path / DEFAULT_CONFIG
-        args.config = str(path)
+    """Which spec a command uses, found the way ruff and uv find their configuration.
+
+    ``-c PATH`` (before or after the subcommand), else ``$CODEMODE_CONFIG``, else the
+    nearest ``codemode.toml`` from the current folder upward, else ``./codemode.toml`` (which
+    then does not exist, and the command says so). A folder means the ``codemode.toml`` in it.
+    ``args.config`` is updated to the chosen path, as shown in messages.
+    """
+    chosen = getattr(args, "config", None) or os.environ.get(CONFIG_ENV) or None
+    if chosen is not None:
+        path = Path(chosen)
+        if path.is_dir():
+            path = path / DEFAULT_CONFIG
+    else:
+        found = find_config()
+        path = Path(DEFAULT_CONFIG) if found is None else _shown(found)
+    args.config = str(path)
     return path
+
+
+def _shown(path: Path) -> Path:
+    """``path`` relative to the CWD when that is shorter (``../codemode.toml``)."""
+    try:
+        relative = Path(os.path.relpath(path))
+    except ValueError:  # another drive on Windows
+        return path
+    return relative if len(str(relative)) < len(str(path)) else path
 
 
 def load_config(args: argparse.Namespace) -> Spec:
@@ -52,7 +87,7 @@ def load_config(args: argparse.Namespace) -> Spec:
         raise CliExit(
             2,
             f"codemode: {path} does not exist. Create one with `codemode init`, "
-            "or point at one with -c PATH.",
+            "or point at one with -c PATH or $CODEMODE_CONFIG.",
         )
     try:
         return load_spec(path)

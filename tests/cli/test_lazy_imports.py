@@ -1,0 +1,89 @@
+"""`import codemodekit` and `codemode --version` stay cheap: heavy modules load on first use.
+
+Checked through ``sys.modules`` in a fresh interpreter (never by timing: the benchmark in
+``benchmarks/bench_cli.py`` measures the time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+
+import pytest
+
+import codemodekit
+from codemodekit.cli import COMMANDS
+
+HEAVY = ("pydantic", "mcp", "jsonschema", "jsonschema_rs", "tree_sitter", "httpx", "yaml")
+
+
+def loaded_after(code: str) -> list[str]:
+    """The heavy top-level modules present in ``sys.modules`` after running ``code``."""
+    probe = (
+        "import sys\n"
+        f"{code}\n"
+        "import json\n"
+        f"print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
+    return list(json.loads(done.stdout.splitlines()[-1]))
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import codemodekit",
+        "from codemodekit import __version__",
+        "import codemodekit.errors, codemodekit.limits",
+        "import codemodekit.sandbox._engine",
+        "import codemodekit.sandbox.base",
+    ],
+)
+def test_light_imports_load_no_heavy_module(code: str) -> None:
+    assert loaded_after(code) == []
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["run", "--help"]])
+def test_version_and_help_load_no_heavy_module(argv: list[str]) -> None:
+    code = (
+        f"from codemodekit.cli import main\ntry:\n    main({argv!r})\nexcept SystemExit:\n    pass"
+    )
+    loaded = loaded_after(code)
+    if argv == ["run", "--help"]:
+        # `run` needs the sandbox and the compiler, but not the MCP SDK or pydantic.
+        assert "mcp" not in loaded
+    else:
+        assert loaded == []
+
+
+def test_every_public_name_resolves_and_all_is_unchanged() -> None:
+    names = set(codemodekit.__all__)
+    assert "CodeMode" in names and "register_code_mode_tools" in names
+    for name in names:
+        assert getattr(codemodekit, name) is not None, name
+    assert names <= set(dir(codemodekit))
+    with pytest.raises(AttributeError, match="no_such_name"):
+        _ = codemodekit.no_such_name  # type: ignore[attr-defined]
+
+
+def test_public_names_are_the_objects_of_their_home_modules() -> None:
+    from codemodekit.run import CodeMode
+    from codemodekit.sandbox.quickjs import QuickJsSandbox
+
+    assert codemodekit.CodeMode is CodeMode
+    assert codemodekit.QuickJsSandbox is QuickJsSandbox
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_the_help_summary_matches_the_command_module(name: str) -> None:
+    import importlib
+
+    module, summary = COMMANDS[name]
+    sub = argparse.ArgumentParser().add_subparsers()
+    importlib.import_module(module).register(sub)
+    [action] = sub._choices_actions
+    assert action.help == summary
