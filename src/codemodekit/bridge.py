@@ -79,6 +79,7 @@ class ToolBridge:
         self,
         *,
         catalog: Callable[[], Catalog],
+        live_catalog: Callable[[], Catalog] | None = None,
         providers: Mapping[str, ToolProvider],
         policy: ToolPolicy,
         limits: Limits,
@@ -86,6 +87,7 @@ class ToolBridge:
         on_event: ToolEvent | None = None,
     ) -> None:
         self._catalog = catalog
+        self._live = live_catalog
         self._providers = providers
         self._policy = policy
         self._limits = limits
@@ -143,9 +145,12 @@ class ToolBridge:
                 source=source,
             )
         definition = catalog.get(source, tool)
+        if definition is not None and not definition.model_visible:
+            definition = None  # app-only (MCP Apps): not reachable from model-written code
         if definition is None:
-            names = [t.name for t in catalog.source_tools(source)]
-            if not names and source in self._providers:
+            listed = catalog.source_tools(source)
+            names = [t.name for t in listed if t.model_visible]
+            if not listed and source in self._providers:
                 health = self._providers[source].health()
                 raise self._reject(
                     ErrorCode.SOURCE_UNAVAILABLE,
@@ -160,7 +165,24 @@ class ToolBridge:
                 address=address,
                 source=source,
             )
+        self._check_still_listed(definition)
         return definition, catalog
+
+    def _check_still_listed(self, definition: ToolDefinition) -> None:
+        """A tool the source dropped after the run started fails as not found, before
+        any dispatch (the run's own catalog still lists it)."""
+        if self._live is None:
+            return
+        live = self._live()
+        source = definition.source
+        if live.get(source, definition.name) is None and live.source_tools(source):
+            raise self._reject(
+                ErrorCode.TOOL_NOT_FOUND,
+                f"{definition.address} was removed by source {source!r} after this run "
+                "started; use search_tools to see the current tools",
+                address=definition.address,
+                source=source,
+            )
 
     async def call_tool(self, source: str, tool: str, arguments: Any) -> Any:
         self.calls_started += 1

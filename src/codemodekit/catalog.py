@@ -60,6 +60,23 @@ def tool_key(source: str, name: str) -> str:
     return f"{source}.{name}"
 
 
+DEFAULT_VISIBILITY: tuple[str, ...] = ("model", "app")
+
+
+def visibility_of(meta: Any) -> tuple[str, ...]:
+    """``_meta.ui.visibility`` as a tuple; absent or malformed means the default (both).
+
+    A list that does not name ``"model"`` hides the tool from the model, as MCP Apps
+    specifies for app-only tools."""
+    ui = meta.get("ui") if isinstance(meta, Mapping) else None
+    declared = ui.get("visibility") if isinstance(ui, Mapping) else None
+    if isinstance(declared, str):
+        declared = [declared]
+    if not isinstance(declared, list | tuple):
+        return DEFAULT_VISIBILITY
+    return tuple(sorted({v for v in declared if isinstance(v, str)}))
+
+
 @dataclass(frozen=True, slots=True)
 class ToolDefinition:
     """A normalized tool. Schemas are read-only views; never mutate them.
@@ -81,6 +98,15 @@ class ToolDefinition:
     deprecated: bool = False
     quarantine: str | None = None
     """Why the tool cannot be called (invalid or unenforceable schema); ``None`` if callable."""
+    visibility: tuple[str, ...] = DEFAULT_VISIBILITY
+    """Who may see and call the tool (MCP Apps ``_meta.ui.visibility``): ``"model"`` (search,
+    declarations, calls from the sandbox) and/or ``"app"`` (the host's own UI)."""
+
+    @property
+    def model_visible(self) -> bool:
+        """Whether model-written code may find and call this tool. App-only tools stay in
+        the catalog for the host (a direct projection) but are out of the model's reach."""
+        return "model" in self.visibility
 
     @property
     def address(self) -> str:
@@ -117,7 +143,7 @@ class ToolDefinition:
             "annotations": self.annotations,
             "deprecated": self.deprecated,
             "quarantine": self.quarantine,
-        }
+        } | ({} if self.visibility == DEFAULT_VISIBILITY else {"visibility": self.visibility})
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,6 +309,7 @@ def _definition(
             prepared_out.text if prepared_out is not None else _json_or_empty(spec.output_schema)
         )
     annotations_text = _json_or_empty(spec.annotations)
+    visibility = visibility_of(spec.meta)
     description = spec.description if isinstance(spec.description, str) else ""
     definition = ToolDefinition(
         source=source,
@@ -295,6 +322,7 @@ def _definition(
         provenance=_freeze(spec.provenance),
         deprecated=spec.deprecated,
         quarantine=quarantine,
+        visibility=visibility,
     )
     # Digest of the model-visible contract. Schemas enter as their JSON text (serialized
     # once by normalization), in declared key order: property order shows in generated
@@ -309,6 +337,8 @@ def _definition(
         annotations_text,
         "deprecated" if spec.deprecated else "",
         quarantine or "",
+        # Only non-default visibility enters, so existing revisions stay the same.
+        *(() if visibility == DEFAULT_VISIBILITY else ("visibility:" + ",".join(visibility),)),
     ):
         data = part.encode()
         digest.update(b"%d:" % len(data))  # length-prefixed: parts cannot run together
@@ -413,6 +443,7 @@ class Catalog:
         "_available",
         "_by_source",
         "_contributions",
+        "_model",
         "_quarantined",
         "_revision",
         "_skipped",
@@ -439,6 +470,7 @@ class Catalog:
             }
         )
         self._available = tuple(t for t in self._tools if t.available)
+        self._model = tuple(t for t in self._available if t.model_visible)
         self._quarantined = tuple(t for t in self._tools if not t.available)
         self._skipped = tuple(s for c in self._contributions.values() for s in c.skipped)
         # Content-derived: sorted tools' digests, skipped operations and the source list.
@@ -484,6 +516,12 @@ class Catalog:
     @property
     def available_tools(self) -> tuple[ToolDefinition, ...]:
         return self._available
+
+    @property
+    def model_tools(self) -> tuple[ToolDefinition, ...]:
+        """Callable tools the model may see: what search and the sandbox expose (app-only
+        tools, ``_meta.ui.visibility = ["app"]``, are left out)."""
+        return self._model
 
     @property
     def quarantined(self) -> tuple[ToolDefinition, ...]:
@@ -536,4 +574,5 @@ __all__ = [
     "thaw",
     "tool_address",
     "tool_key",
+    "visibility_of",
 ]

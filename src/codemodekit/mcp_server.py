@@ -242,7 +242,9 @@ class ProgressRelay:
     async def __call__(self, event: ProgressEvent) -> None:
         if self._closed or self._sent >= self._max_events:
             return
-        message = event.message if event.tool is None else f"{event.message} ({event.tool})"
+        message = event.message
+        if event.tool is not None and event.tool not in message:
+            message = f"{message} ({event.tool})"  # name the tool once, never twice
         message = _cut_utf8(message, self._message_bytes)
         wait = self._last + self._interval - self._clock()
         if event.kind != "finished" and wait > 0:

@@ -58,6 +58,9 @@ PROGRESS_PER_SECOND = 10.0
 """Progress is bounded in rate as well as count (``Limits.progress_events``); events over
 the rate are dropped, never delayed, and ``finished`` is always delivered."""
 
+PROGRESS_CLOSE_S = 1.0
+"""How long a run's end waits for a slow progress consumer to take its last events."""
+
 START_TIMEOUT_S = 60.0
 """Upper bound on connecting one source; a source still not up is reported unavailable."""
 
@@ -133,7 +136,13 @@ class RunResult:
 
 
 class _Progress:
-    """Delivers a run's progress events in order, bounded in count."""
+    """Delivers a run's progress events in order, bounded in count.
+
+    A callback that raises loses that one event only (it is logged); later events are still
+    delivered. An async callback's events go through an ordered pump, and ``close`` waits
+    (bounded by ``PROGRESS_CLOSE_S``) until every queued event, ``finished`` included, has
+    been handed over, so a fast run's last event is never cut off.
+    """
 
     def __init__(self, execution_id: str, callback: ProgressCallback | None, limit: int) -> None:
         self._execution_id = execution_id
@@ -143,6 +152,7 @@ class _Progress:
         self._tokens = float(PROGRESS_BURST)
         self._refilled = time.monotonic()
         self._sequence = 0
+        self._failures = 0
         self._pending: asyncio.Queue[ProgressEvent] | None = None
         self._pump: asyncio.Task[None] | None = None
 
@@ -162,13 +172,19 @@ class _Progress:
         try:
             answer = self._callback(event)
         except Exception:
-            log.exception("progress callback failed; further events are dropped")
-            self._callback = None
+            self._failed()
             return
         if inspect.isawaitable(answer):
             # An async consumer: from now on events go through an ordered pump.
             self._pending = asyncio.Queue()
             self._pump = asyncio.ensure_future(self._drain(answer))
+
+    def _failed(self) -> None:
+        self._failures += 1
+        if self._failures == 1:
+            log.exception("progress callback failed; the event is dropped, later ones are sent")
+        else:
+            log.debug("progress callback failed again (%d times)", self._failures, exc_info=True)
 
     def _take_token(self) -> bool:
         now = time.monotonic()
@@ -181,34 +197,43 @@ class _Progress:
         self._tokens -= 1
         return True
 
-    async def _drain(self, first: Awaitable[None]) -> None:
+    async def _deliver(self, answer: Awaitable[None] | None) -> None:
         try:
-            await first
-            assert self._pending is not None
-            while True:
-                event = await self._pending.get()
-                if self._callback is None:
-                    continue
-                answer = self._callback(event)
-                if inspect.isawaitable(answer):
-                    await answer
+            if answer is not None:
+                await answer
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("progress callback failed; further events are dropped")
-            self._callback = None
+            self._failed()
+
+    async def _drain(self, first: Awaitable[None]) -> None:
+        await self._deliver(first)
+        assert self._pending is not None and self._callback is not None
+        while True:
+            event = await self._pending.get()
+            try:
+                try:
+                    answer = self._callback(event)
+                except Exception:
+                    self._failed()
+                    continue
+                await self._deliver(answer if inspect.isawaitable(answer) else None)
+            finally:
+                self._pending.task_done()
 
     async def close(self) -> None:
         if self._pump is None or self._pending is None:
             return
-        try:
-            async with asyncio.timeout(1.0):
-                while not self._pending.empty() and not self._pump.done():
-                    await asyncio.sleep(0)
-        except TimeoutError:
-            pass
+        # Every queued event is handed over (join also waits for the one being sent).
+        joined = asyncio.ensure_future(self._pending.join())
+        done, _ = await asyncio.wait(
+            (joined, self._pump), timeout=PROGRESS_CLOSE_S, return_when=asyncio.FIRST_COMPLETED
+        )
+        if not done:
+            log.debug("progress consumer too slow; undelivered events are dropped")
+        joined.cancel()
         self._pump.cancel()
-        await asyncio.gather(self._pump, return_exceptions=True)
+        await asyncio.gather(joined, self._pump, return_exceptions=True)
 
 
 async def _until_cancelled(
@@ -456,15 +481,19 @@ class CodeMode:
         started = time.perf_counter()
         progress = _Progress(execution_id, on_progress, self.limits.progress_events)
         progress.emit("started", "run started")
+        # A run sees one catalog: the revision it started with (a tool that appears
+        # mid-run is callable from the next run; one that disappears fails cleanly).
+        pinned = self._catalog
         bridge = ToolBridge(
-            catalog=lambda: self._catalog,
+            catalog=lambda: pinned,
+            live_catalog=lambda: self._catalog,
             providers=self._providers,
             policy=self.policy,
             limits=self.limits,
             execution_id=execution_id,
             on_event=lambda kind, tool, message: progress.emit(kind, message, tool),  # type: ignore[arg-type]
         )
-        revision = self._catalog.revision
+        revision = pinned.revision
 
         compile_ms = 0.0
         outcome: SandboxOutcome | None = None

@@ -1,6 +1,6 @@
 """Deterministic lexical search over the model-visible catalog (``search_tools``).
 
-Only ``catalog.available_tools`` are indexed: quarantined tools are never found. Ranking is
+Only ``catalog.model_tools`` are indexed: quarantined and app-only tools are never found. Ranking is
 BM25F-like over the tool name, source name, description (its first sentence counted twice)
 and schema property names, with tokens split on camelCase, snake_case, kebab-case and digit
 boundaries and lightly stemmed. Exact tool names, keys (``source.name``) and addresses rank first, then tools whose
@@ -202,7 +202,7 @@ def index_for(catalog: Catalog) -> _Index:
         if index is not None:
             _cache.move_to_end(catalog.revision)
             return index
-    index = _build(catalog.available_tools)
+    index = _build(catalog.model_tools)
     with _cache_lock:
         _cache[catalog.revision] = index
         while len(_cache) > _CACHE_SIZE:

@@ -133,6 +133,14 @@ class ResultTooLarge(Exception):
 DiscoveryListener = Callable[[Discovery], None]
 
 
+def closed_message(source: str) -> str:
+    """Why ``start()`` refuses after ``aclose()``: a provider has one lifetime."""
+    return (
+        f"source {source!r} is closed and cannot be started again; "
+        "create a new provider (or a new CodeMode) instead"
+    )
+
+
 @runtime_checkable
 class ToolProvider(Protocol):
     """One source of tools. ``name`` is the namespace, preserved exactly."""

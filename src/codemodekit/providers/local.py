@@ -31,6 +31,7 @@ from codemodekit.providers.base import (
     SourceHealth,
     ToolOutput,
     ToolSpec,
+    closed_message,
 )
 from codemodekit.sandbox.base import ToolCallRejected
 
@@ -154,6 +155,8 @@ class LocalToolProvider:
         return self._name
 
     async def start(self, on_change: DiscoveryListener) -> Discovery:
+        if self._closed:
+            raise SourceUnavailable(closed_message(self._name))
         return Discovery(tools=tuple(tool.spec(name) for name, tool in self._tools.items()))
 
     async def call_tool(
@@ -272,6 +275,8 @@ class PythonModuleProvider(LocalToolProvider):
         self._error: str | None = None
 
     async def start(self, on_change: DiscoveryListener) -> Discovery:
+        if self._closed:
+            raise SourceUnavailable(closed_message(self.name))
         for path in self._paths:
             if path not in sys.path:
                 sys.path.insert(0, path)

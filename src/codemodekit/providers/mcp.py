@@ -41,6 +41,7 @@ from codemodekit.providers.base import (
     JsonObject,
     SourceHealth,
     ToolOutput,
+    closed_message,
 )
 from codemodekit.providers.mcp_content import (
     error_text,
@@ -142,7 +143,7 @@ class McpToolProvider:
 
     async def start(self, on_change: DiscoveryListener) -> Discovery:
         if self._closed:
-            raise SourceUnavailable(f"MCP source {self.name!r} is closed")
+            raise SourceUnavailable(closed_message(self.name))
         if self._on_change is not None:
             raise RuntimeError(f"McpToolProvider {self.name!r} was already started")
         self._on_change = on_change

@@ -21,6 +21,7 @@ from codemodekit.providers.base import (
     SourceHealth,
     ToolOutput,
     ToolSpec,
+    closed_message,
 )
 
 Handler = Callable[[dict[str, Any], CallContext], Any | Awaitable[Any]]
@@ -73,6 +74,8 @@ class InMemoryProvider:
         )
 
     async def start(self, on_change: DiscoveryListener) -> Discovery:
+        if self._closed:
+            raise SourceUnavailable(closed_message(self._name))
         self._listener = on_change
         if self._unavailable is not None:
             raise SourceUnavailable(self._unavailable)

@@ -19,6 +19,7 @@ from codemodekit.providers.base import (
     JsonObject,
     SourceHealth,
     ToolOutput,
+    closed_message,
 )
 from codemodekit.providers.openapi import http
 from codemodekit.providers.openapi.document import OpenApiDocument, load_document
@@ -81,6 +82,8 @@ class OpenApiToolProvider:
 
     async def start(self, on_change: DiscoveryListener) -> Discovery:
         del on_change  # the document is static: the tool list never changes while running
+        if self._status == HealthStatus.CLOSED:
+            raise SourceUnavailable(closed_message(self._config.name))
         try:
             discovery = await asyncio.to_thread(self._load)
         except SourceUnavailable as exc:
