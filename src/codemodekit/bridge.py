@@ -30,6 +30,7 @@ from codemodekit.errors import (
     new_correlation_id,
 )
 from codemodekit.limits import Limits
+from codemodekit.observe import RunObserver, ToolCall
 from codemodekit.policy import ToolCallRequest, ToolPolicy, decide
 from codemodekit.providers.base import CallContext, ResultTooLarge, ToolOutput, ToolProvider
 from codemodekit.sandbox.base import ToolCallRejected
@@ -85,6 +86,8 @@ class ToolBridge:
         limits: Limits,
         execution_id: str,
         on_event: ToolEvent | None = None,
+        observer: RunObserver | None = None,
+        caller: str | None = None,
     ) -> None:
         self._catalog = catalog
         self._live = live_catalog
@@ -93,6 +96,8 @@ class ToolBridge:
         self._limits = limits
         self._execution_id = execution_id
         self._on_event = on_event
+        self._observer = observer
+        self._caller = caller
         self._slots = asyncio.Semaphore(limits.max_concurrent_tool_calls)
         self._timeout_s = limits.tool_call_time_ms / 1000
         self.calls_started = 0
@@ -186,6 +191,41 @@ class ToolBridge:
 
     async def call_tool(self, source: str, tool: str, arguments: Any) -> Any:
         self.calls_started += 1
+        if self._observer is None:
+            return await self._call(source, tool, arguments, None)
+        return await self._observed_call(self._observer, source, tool, arguments)
+
+    async def _observed_call(
+        self, observer: RunObserver, source: str, tool: str, arguments: Any
+    ) -> Any:
+        record = ToolCall(
+            self._execution_id,
+            self.calls_started,
+            source,
+            tool,
+            arguments,
+            time.time(),
+            caller=self._caller,
+        )
+        observer.on_tool_call_start(record)
+        started = time.perf_counter()
+        try:
+            return await self._call(source, tool, arguments, record)
+        except ToolCallRejected as exc:
+            record.outcome = exc.diagnostic.code.value
+            record.correlation_id = exc.diagnostic.correlation_id
+            raise
+        except asyncio.CancelledError:
+            record.outcome = ErrorCode.CANCELLED.value
+            raise
+        except BaseException:
+            record.outcome = ErrorCode.INTERNAL_ERROR.value
+            raise
+        finally:
+            record.duration_ms = (time.perf_counter() - started) * 1000
+            observer.on_tool_call(record)
+
+    async def _call(self, source: str, tool: str, arguments: Any, record: ToolCall | None) -> Any:
         address = tool_address(source, tool)
         if self.calls_started > self._limits.max_tool_calls:
             raise self._reject(
@@ -224,6 +264,8 @@ class ToolBridge:
                 source=source,
             ) from None
         self._account(size, address, source)
+        if record is not None:
+            record.request_bytes = size
         validators = catalog.validators(source, tool)
         if validators is None:  # pragma: no cover - quarantined tools were rejected above
             raise self._reject(ErrorCode.TOOL_SCHEMA_UNSUPPORTED, f"{address} has no validator")
@@ -236,10 +278,13 @@ class ToolBridge:
                 source=source,
                 details=(("path", issue.path),),
             )
+        queued = time.perf_counter()
         async with self._slots:
             dispatched = time.perf_counter()
+            if record is not None:
+                record.queue_ms = (dispatched - queued) * 1000
             try:
-                return await self._dispatch(definition, validators[1], call_id, arguments)
+                return await self._dispatch(definition, validators[1], call_id, arguments, record)
             finally:
                 self.tool_ms += (time.perf_counter() - dispatched) * 1000
 
@@ -249,6 +294,7 @@ class ToolBridge:
         output_validator: Validator | None,
         call_id: int,
         arguments: dict[str, Any],
+        record: ToolCall | None,
     ) -> Any:
         address, source = definition.address, definition.source
         request = ToolCallRequest(
@@ -260,6 +306,8 @@ class ToolBridge:
             execution_id=self._execution_id,
         )
         verdict = await decide(self._policy, request, timeout_s=self._timeout_s)
+        if record is not None:
+            record.decision, record.rule = verdict.decision, verdict.rule
         if not verdict.allowed:
             raise self._reject(
                 ErrorCode.TOOL_DENIED,
@@ -284,7 +332,7 @@ class ToolBridge:
         try:
             async with asyncio.timeout(self._timeout_s):
                 output = await provider.call_tool(definition.name, arguments, context)
-            result = self._check_result(definition, output_validator, output)
+            result = self._check_result(definition, output_validator, output, record)
             outcome = "finished"
             return result
         except ToolCallRejected:
@@ -347,7 +395,11 @@ class ToolBridge:
             self._emit("tool_call_finished", address, f"{address} {outcome}")
 
     def _check_result(
-        self, definition: ToolDefinition, output_validator: Validator | None, output: ToolOutput
+        self,
+        definition: ToolDefinition,
+        output_validator: Validator | None,
+        output: ToolOutput,
+        record: ToolCall | None = None,
     ) -> Any:
         address, source = definition.address, definition.source
         if not isinstance(output, ToolOutput):
@@ -381,6 +433,8 @@ class ToolBridge:
                 address=address,
                 source=source,
             )
+        if record is not None:
+            record.response_bytes = size
         self._account(size, address, source)
         if output_validator is not None:
             if output.structured_content is None:

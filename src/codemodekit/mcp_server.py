@@ -285,6 +285,16 @@ class ProgressRelay:
 
 
 # -- handlers (shared by both server kinds) ------------------------------------------------------
+def _caller() -> str | None:
+    """The authenticated principal, when the transport has one (the SDK's OAuth support)."""
+    from mcp.server.auth.middleware.auth_context import get_access_token
+
+    token = get_access_token()
+    if token is None:
+        return None
+    return token.subject or token.client_id
+
+
 async def handle_run(
     code_mode: CodeMode, ctx: ServerRequestContext[Any, Any] | None, code: Any
 ) -> types.CallToolResult:
@@ -301,7 +311,7 @@ async def handle_run(
 
         relay = ProgressRelay(send, max_events=code_mode.limits.progress_events)
     try:
-        result = await code_mode.run(code, on_progress=relay)
+        result = await code_mode.run(code, on_progress=relay, caller=_caller())
     except RuntimeError as exc:  # the CodeMode was not entered, or is already closed
         log.error("run_typescript cannot run: %s", exc)
         return _error(f"run_typescript is not available: {exc}")

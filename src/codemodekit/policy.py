@@ -50,6 +50,9 @@ class PolicyDecision:
     decision: Decision
     reason: str | None = None
     """Model-visible when the call is denied: keep it short and free of secrets."""
+    rule: str | None = None
+    """Which rule decided, for the audit trail: ``rules[2]`` / ``default`` for
+    ``[policy]``; whatever a host policy says (never shown to the model)."""
 
     def __post_init__(self) -> None:
         # Catch a typo where it is written; a policy that raises still fails closed.
@@ -59,6 +62,8 @@ class PolicyDecision:
             )
         if self.reason is not None and not isinstance(self.reason, str):
             raise TypeError("PolicyDecision: reason must be a string or None")
+        if self.rule is not None and not isinstance(self.rule, str):
+            raise TypeError("PolicyDecision: rule must be a string or None")
 
     @property
     def allowed(self) -> bool:
@@ -121,24 +126,34 @@ class RulesPolicy:
 
     def __init__(self, spec: PolicySpec) -> None:
         self.spec = spec
-        self._rules: tuple[tuple[re.Pattern[str], PolicyRule], ...] = tuple(
-            (_compile_glob(rule.tools), rule) for rule in spec.rules
+        # Each rule's decision is built once; it names the rule for the audit trail.
+        self._rules: tuple[tuple[re.Pattern[str], PolicyRule, PolicyDecision], ...] = tuple(
+            (_compile_glob(rule.tools), rule, _rule_decision(index, rule))
+            for index, rule in enumerate(spec.rules)
         )
+        self._allow_by_default = PolicyDecision("allow", rule="default")
 
     def __call__(self, request: ToolCallRequest) -> PolicyDecision:
         key = request.key
         read_only = request.annotations.get("readOnlyHint") is True
-        for pattern, rule in self._rules:
+        for pattern, rule, decision in self._rules:
             if not pattern.match(key):
                 continue
             if rule.read_only and not read_only:
                 continue
-            if rule.decision == "allow":
-                return ALLOW
-            return PolicyDecision("deny", f"denied by policy rule tools = {rule.tools!r}")
+            return decision
         if self.spec.default == "allow":
-            return ALLOW
-        return PolicyDecision("deny", f"no policy rule allows {key} (default is deny)")
+            return self._allow_by_default
+        return PolicyDecision(
+            "deny", f"no policy rule allows {key} (default is deny)", rule="default"
+        )
+
+
+def _rule_decision(index: int, rule: PolicyRule) -> PolicyDecision:
+    name = f"rules[{index}]"
+    if rule.decision == "allow":
+        return PolicyDecision("allow", rule=name)
+    return PolicyDecision("deny", f"denied by policy rule tools = {rule.tools!r}", rule=name)
 
 
 def rules_policy(spec: PolicySpec) -> ToolPolicy:
@@ -155,12 +170,12 @@ async def decide(
             async with asyncio.timeout(timeout_s):
                 answer = await answer
     except TimeoutError:
-        return PolicyDecision("deny", "the tool policy did not answer in time")
+        return PolicyDecision("deny", "the tool policy did not answer in time", rule="(timeout)")
     except asyncio.CancelledError:
         raise
     except Exception:
         log.exception("tool policy raised for %s; denying", request.key)
-        return PolicyDecision("deny", "the tool policy failed")
+        return PolicyDecision("deny", "the tool policy failed", rule="(error)")
     if isinstance(answer, PolicyDecision) and answer.decision in ("allow", "deny"):
         return answer
     if answer == "allow" and isinstance(answer, str):
@@ -168,7 +183,9 @@ async def decide(
     if answer == "deny" and isinstance(answer, str):
         return PolicyDecision("deny", "denied by the tool policy")
     log.error("tool policy returned %r for %s; denying", type(answer).__name__, request.key)
-    return PolicyDecision("deny", "the tool policy returned no valid decision")
+    return PolicyDecision(
+        "deny", "the tool policy returned no valid decision", rule="(invalid decision)"
+    )
 
 
 def describe(policy: ToolPolicy) -> Mapping[str, Any]:

@@ -29,6 +29,7 @@ from codemodekit.errors import (
     new_correlation_id,
 )
 from codemodekit.limits import Limits
+from codemodekit.observe import ObserverSet, RunObserver, RunStart
 from codemodekit.policy import ToolPolicy, rules_policy
 from codemodekit.providers.base import (
     Discovery,
@@ -281,6 +282,7 @@ class CodeMode:
         compiler: CodeCompiler | None = None,
         spec: Spec | None = None,
         start_grace_s: float | None = None,
+        observers: Sequence[RunObserver] = (),
     ) -> None:
         if policy is None or not callable(policy):
             raise TypeError(
@@ -303,6 +305,9 @@ class CodeMode:
         self._joining: dict[str, asyncio.Task[Discovery | None]] = {}
         self._start_grace_s = start_grace_s
         self._state: Literal["new", "started", "closed"] = "new"
+        self._observer: ObserverSet | None = None
+        for observer in observers:
+            self.add_observer(observer)
 
     @classmethod
     def from_spec(
@@ -424,6 +429,16 @@ class CodeMode:
             if isinstance(result, BaseException):
                 log.warning("closing source %r failed: %r", name, result)
 
+    def add_observer(self, observer: RunObserver) -> None:
+        """Tell ``observer`` about every later run and tool call (see ``codemodekit.observe``)."""
+        if not isinstance(observer, RunObserver):
+            raise TypeError(
+                f"{type(observer).__name__} is not a RunObserver (it needs on_run_start, "
+                "on_tool_call_start, on_tool_call and on_run_end)"
+            )
+        current = self._observer.observers if self._observer is not None else ()
+        self._observer = ObserverSet((*current, observer))
+
     # -- views ----------------------------------------------------------------------------
     @property
     def catalog(self) -> Catalog:
@@ -466,6 +481,7 @@ class CodeMode:
         *,
         on_progress: ProgressCallback | None = None,
         cancel: asyncio.Event | None = None,
+        caller: str | None = None,
     ) -> RunResult:
         """Run ``code`` (the body of an async function) and return its outcome.
 
@@ -474,10 +490,34 @@ class CodeMode:
         Two ways to stop a run, with the same cleanup (sandbox disposed, in-flight tool
         calls cancelled): setting ``cancel`` ends it with a ``CANCELLED`` result; cancelling
         the awaiting task re-raises ``CancelledError`` as asyncio expects (ADR 0017).
+
+        ``caller`` names who asked (an authenticated client id) for observers such as the
+        audit trail; it changes nothing else.
         """
         if self._state != "started":
             raise RuntimeError("CodeMode is not started: use `async with CodeMode(...)` first")
         execution_id = uuid.uuid4().hex
+        observer = self._observer
+        if observer is None:
+            return await self._run(code, execution_id, on_progress, cancel, None, None)
+        start = RunStart(execution_id, self._catalog.revision, time.time(), code, caller)
+        observer.on_run_start(start)
+        result: RunResult | None = None
+        try:
+            result = await self._run(code, execution_id, on_progress, cancel, observer, caller)
+            return result
+        finally:
+            observer.on_run_end(start, result)
+
+    async def _run(
+        self,
+        code: str,
+        execution_id: str,
+        on_progress: ProgressCallback | None,
+        cancel: asyncio.Event | None,
+        observer: RunObserver | None,
+        caller: str | None,
+    ) -> RunResult:
         started = time.perf_counter()
         progress = _Progress(execution_id, on_progress, self.limits.progress_events)
         progress.emit("started", "run started")
@@ -492,6 +532,8 @@ class CodeMode:
             limits=self.limits,
             execution_id=execution_id,
             on_event=lambda kind, tool, message: progress.emit(kind, message, tool),  # type: ignore[arg-type]
+            observer=observer,
+            caller=caller,
         )
         revision = pinned.revision
 

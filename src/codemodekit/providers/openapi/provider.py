@@ -11,6 +11,7 @@ import httpx
 
 from codemodekit.errors import SecretUnavailable, SourceUnavailable, ToolError
 from codemodekit.limits import Limits
+from codemodekit.observe.tracing import upstream_span
 from codemodekit.providers.base import (
     CallContext,
     Discovery,
@@ -138,9 +139,15 @@ class OpenApiToolProvider:
         if plan is None:
             raise ToolError(f"{self._config.name}: no operation named {name!r}")
         request = http.build_request(client, plan, self._base_url, arguments, self._credentials)
-        return await http.send(
-            client, request, plan=plan, base_url=self._base_url, context=context, scrub=self._scrub
-        )
+        with upstream_span(plan.method, plan.path, request):
+            return await http.send(
+                client,
+                request,
+                plan=plan,
+                base_url=self._base_url,
+                context=context,
+                scrub=self._scrub,
+            )
 
     def health(self) -> SourceHealth:
         return SourceHealth(

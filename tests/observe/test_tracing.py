@@ -1,0 +1,139 @@
+"""OpenTelemetry spans: run, compile, tool calls, upstream MCP/HTTP, trace context in and out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from mcp import Client
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from codemodekit import CodeMode, allow_all_tool_calls, define_tool, local
+from codemodekit.mcp_serve import create_server
+from codemodekit.observe.tracing import TracingObserver, disable_upstream_spans
+from tests.providers.openapi.conftest import make_provider
+from tests.providers.openapi.server import RecordingApp, ServerThread
+
+SECRET = "do-not-export-this-argument"
+
+
+_MEMORY = InMemorySpanExporter()
+
+
+@pytest.fixture
+def exporter() -> Iterator[InMemorySpanExporter]:
+    # The mcp SDK's spans use the global provider, which can be set once per process.
+    if not isinstance(trace.get_tracer_provider(), TracerProvider):
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(_MEMORY))
+        trace.set_tracer_provider(provider)
+    _MEMORY.clear()
+    yield _MEMORY
+    disable_upstream_spans()
+    _MEMORY.clear()
+
+
+ECHO = define_tool(
+    description="Echo",
+    input_schema={"type": "object", "properties": {"text": {"type": "string"}}},
+    execute=lambda args: {"echo": args.get("text")},
+)
+
+
+def _by_name(spans: tuple[ReadableSpan, ...], prefix: str) -> list[ReadableSpan]:
+    return [s for s in spans if s.name.startswith(prefix)]
+
+
+def _attribute_values(spans: tuple[ReadableSpan, ...]) -> list[Any]:
+    return [v for s in spans for v in (s.attributes or {}).values()]
+
+
+async def test_run_compile_and_tool_call_spans_nest_and_carry_no_arguments(
+    exporter: InMemorySpanExporter,
+) -> None:
+    cm = CodeMode(
+        sources=[local("app", {"echo": ECHO})],
+        policy=allow_all_tool_calls(),
+        observers=[TracingObserver()],
+    )
+    async with cm:
+        result = await cm.run(
+            f'await tools.app.echo({{ text: "{SECRET}" }});\n'
+            "try { await tools.app.missing({}); } catch (e) {}\nreturn 1;"
+        )
+    assert result.ok
+    spans = exporter.get_finished_spans()
+    (run,) = _by_name(spans, "codemode.run")
+    (compiled,) = _by_name(spans, "codemode.compile")
+    calls = _by_name(spans, "codemode.tool_call")
+    assert [c.name for c in calls] == [
+        "codemode.tool_call app.echo",
+        "codemode.tool_call app.missing",
+    ]
+    assert run.attributes is not None and run.attributes["codemode.outcome"] == "ok"
+    assert run.attributes["codemode.execution_id"] == result.execution_id
+    for child in (compiled, *calls):
+        assert child.parent is not None and child.parent.span_id == run.context.span_id
+        assert child.context.trace_id == run.context.trace_id
+    ok, missing = (c.attributes or {} for c in calls)
+    assert ok["codemode.tool.outcome"] == "ok" and ok["codemode.policy.decision"] == "allow"
+    assert missing["codemode.tool.outcome"] == "TOOL_NOT_FOUND"
+    assert calls[1].status.status_code == trace.StatusCode.ERROR
+    assert not any(SECRET in str(v) for v in _attribute_values(spans))
+
+
+async def test_trace_context_from_the_mcp_request_parents_the_run(
+    exporter: InMemorySpanExporter,
+) -> None:
+    cm = CodeMode(
+        sources=[local("app", {"echo": ECHO})],
+        policy=allow_all_tool_calls(),
+        observers=[TracingObserver()],
+    )
+    tracer = trace.get_tracer("test-client")
+    async with cm, Client(create_server(cm)) as client:
+        with tracer.start_as_current_span("agent step") as agent:
+            result = await client.call_tool("run_typescript", {"code": "return 2;"})
+    assert not result.is_error
+    spans = exporter.get_finished_spans()
+    (run,) = _by_name(spans, "codemode.run")
+    assert run.context.trace_id == agent.get_span_context().trace_id
+    assert run.parent is not None and run.parent.span_id != agent.get_span_context().span_id
+
+
+async def test_openapi_requests_carry_traceparent_of_their_tool_call_span(
+    exporter: InMemorySpanExporter,
+) -> None:
+    app = RecordingApp()
+    with ServerThread(app) as server:
+        api = make_provider("wire.yaml", base_url=server.url + "/api")
+        cm = CodeMode(sources=[api], policy=allow_all_tool_calls(), observers=[TracingObserver()])
+        async with cm:
+            result = await cm.run("await tools.api.queryForm({ prim: 'x' }); return 1;")
+    assert result.ok
+    spans = exporter.get_finished_spans()
+    (upstream,) = [s for s in spans if s.kind == trace.SpanKind.CLIENT]
+    (call,) = _by_name(spans, "codemode.tool_call")
+    assert upstream.parent is not None and upstream.parent.span_id == call.context.span_id
+    traceparent = app.last.header("traceparent")
+    assert traceparent is not None
+    _, trace_id, span_id, _ = traceparent.split("-")
+    assert int(trace_id, 16) == upstream.context.trace_id
+    assert int(span_id, 16) == upstream.context.span_id
+
+
+async def test_without_a_tracing_observer_upstream_requests_carry_no_traceparent(
+    exporter: InMemorySpanExporter,
+) -> None:
+    disable_upstream_spans()
+    app = RecordingApp()
+    with ServerThread(app) as server:
+        api = make_provider("wire.yaml", base_url=server.url + "/api")
+        async with CodeMode(sources=[api], policy=allow_all_tool_calls()) as cm:
+            assert (await cm.run("await tools.api.queryForm({}); return 1;")).ok
+    assert app.requests and app.last.header("traceparent") is None
+    assert not _by_name(exporter.get_finished_spans(), "codemode.")
