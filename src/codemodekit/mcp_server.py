@@ -328,20 +328,14 @@ async def handle_search(
     detail: Any = "summary",
     limit: Any = DEFAULT_LIMIT,
 ) -> types.CallToolResult:
-    from codemodekit.search import search_catalog
-
     if source is not None and not isinstance(source, str):
         return _error("search_tools: `source` must be a string")
     try:
         # In a worker thread: the first search of a new catalog revision builds its index
         # (seconds for tens of thousands of tools) and must not stall concurrent runs.
+        # CodeMode.search also names the sources that are down in the response's note.
         response = await asyncio.to_thread(
-            search_catalog,
-            code_mode.catalog,
-            query,
-            source=source or None,
-            detail=detail,
-            limit=limit,
+            code_mode.search, query, source=source or None, detail=detail, limit=limit
         )
     except SearchError as exc:
         return _error(f"search_tools: {exc}")

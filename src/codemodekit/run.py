@@ -635,7 +635,14 @@ class CodeMode:
     ) -> Any:
         from codemodekit.search import search_catalog
 
-        return search_catalog(self._catalog, query, source=source, detail=detail, limit=limit)
+        down = {
+            h.source: str(h.status)
+            for h in self.health
+            if h.status not in (HealthStatus.OK, HealthStatus.DEGRADED)
+        }
+        return search_catalog(
+            self._catalog, query, source=source, detail=detail, limit=limit, unavailable=down
+        )
 
     def generate(self) -> dict[str, str]:
         """Every generated artifact as ``{relative path: text}``; pure, writes nothing."""

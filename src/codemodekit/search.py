@@ -93,7 +93,9 @@ class SearchHit:
     deprecated: bool = False
     read_only: bool = False
     typescript: str | None = None
-    """``detail="typescript"``: the tool's input/output declarations."""
+    """``detail="typescript"``: the tool's input declarations and signature, then its output
+    declarations (``output_cut`` when those were cut to bound the response)."""
+    output_cut: bool = False
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -108,6 +110,8 @@ class SearchHit:
             out["readOnly"] = True
         if self.typescript is not None:
             out["typescript"] = self.typescript
+        if self.output_cut:
+            out["outputTypeCut"] = True
         return out
 
 
@@ -443,12 +447,57 @@ def _bounded(text: str, limit: int) -> str:
     return text[: limit - 1].rstrip() + "…"
 
 
-def _typescript_renderers() -> tuple[Callable[[ToolDefinition], str], str]:
+def _typescript_renderers() -> tuple[Callable[[ToolDefinition], tuple[str, str]], str]:
     # Imported on use: codegen is a sibling projection and must not be needed for summaries.
-    codegen = importlib.import_module("codemodekit.codegen")
-    render: Callable[[ToolDefinition], str] = codegen.tool_typescript
-    contract: str = codegen.RESULT_CONTRACT
+    codegen = importlib.import_module("codemodekit.codegen.declarations")
+    contract_module = importlib.import_module("codemodekit.codegen.contract")
+    render: Callable[[ToolDefinition], tuple[str, str]] = codegen.tool_typescript_parts
+    contract: str = contract_module.RESULT_CONTRACT
     return render, contract
+
+
+def _json_size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False).encode())
+
+
+def _output_marker(tool: ToolDefinition, shown: int, total: int) -> str:
+    ask = json.dumps({"query": tool.key, "detail": "typescript", "limit": 1})
+    what = (
+        f"output type cut here: {shown} of {total} characters shown"
+        if shown
+        else f"output type ({total} characters) left out"
+    )
+    return (
+        f"// … {what} to bound this response; search_tools {ask} shows the most one response "
+        f"holds, the generated tools.{tool.source}.d.ts has it whole\n"
+    )
+
+
+def _cut_output(tool: ToolDefinition, output: str, budget: int) -> str:
+    """``output`` cut at a line boundary to at most ``budget`` JSON bytes, marker included."""
+    budget -= _json_size(_output_marker(tool, len(output), len(output))) - 2
+    kept: list[str] = []
+    used = 0
+    for line in output.splitlines(keepends=True):
+        cost = _json_size(line) - 2
+        if used + cost > budget:
+            break
+        kept.append(line)
+        used += cost
+    return "".join(kept) + _output_marker(tool, sum(map(len, kept)), len(output))
+
+
+def _source_notes(
+    scope: Iterable[str], searched: Mapping[str, tuple[int, int]], down: Mapping[str, str]
+) -> list[str]:
+    """Notes naming the sources in ``scope`` that are down (``down``: source -> status)."""
+    notes = []
+    for name in sorted(scope):
+        if name in down and name not in searched:
+            notes.append(f"source {name!r} is {down[name]}: its tools are not listed")
+        elif name in down:
+            notes.append(f"source {name!r} is {down[name]}: calls to its tools may fail")
+    return notes
 
 
 def search_catalog(
@@ -459,8 +508,17 @@ def search_catalog(
     detail: Detail = "summary",
     limit: int = DEFAULT_LIMIT,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    unavailable: Mapping[str, str] | None = None,
 ) -> SearchResponse:
     """Rank the catalog's model-visible tools for ``query``. Pure and deterministic.
+
+    ``unavailable`` maps configured sources that are down to their status ("unavailable",
+    "connecting", ...): the response's note names those the search would have covered, so
+    a model can tell "no such tool" from "its source is down".
+
+    ``detail="typescript"`` gives every returned hit its input declaration and signature
+    whole; output declarations fill what the byte cap leaves, in rank order, and are cut
+    at a line with a marker saying how to see the rest.
 
     Raises ``SearchError`` for an empty or over-long query, a limit outside
     ``1..MAX_LIMIT`` or an unknown ``detail``.
@@ -475,13 +533,26 @@ def search_catalog(
         raise SearchError('detail must be "summary" or "typescript"')
     index = index_for(catalog)
     total = len(index.tools)
+    down = dict(unavailable or {})
+    scope = [source] if source is not None else sorted(set(catalog.sources) | set(down))
+    source_notes = _source_notes(
+        (s for s in scope if s in catalog.sources or s in down), index.source_ranges, down
+    )
 
-    def empty(note: str) -> SearchResponse:
-        return SearchResponse(query, detail, source, catalog.revision, (), 0, total, note=note)
+    def with_notes(*notes: str | None) -> str | None:
+        joined = "; ".join(n for n in (*source_notes, *notes) if n)
+        return joined or None
+
+    def empty(note: str | None) -> SearchResponse:
+        return SearchResponse(
+            query, detail, source, catalog.revision, (), 0, total, note=with_notes(note)
+        )
 
     lo, hi = 0, total
     if source is not None:
         if source not in index.source_ranges:
+            if source in down:
+                return empty(None)
             if source in catalog.sources:
                 return empty(f"source {source!r} has no callable tools right now")
             return empty(_close_sources(source, catalog.sources))
@@ -492,15 +563,22 @@ def search_catalog(
     if not scores:
         return empty("no tool matched; try fewer or more general words, or another source")
     top = _top(scores, limit)
-    render: Callable[[ToolDefinition], str] | None = None
+    render: Callable[[ToolDefinition], tuple[str, str]] | None = None
     contract: str | None = None
     if detail == "typescript":
         render, contract = _typescript_renderers()
     hits: list[SearchHit] = []
-    used = len(json.dumps(contract or "")) + 512 + len(query)
+    outputs: list[str] = []
+    markers: list[int] = []
+    # The envelope (counts, notes, query echoed twice) is bounded by this allowance.
+    used = _json_size(contract or "") + 1024 + 2 * len(query) + sum(map(len, source_notes))
     omitted = 0
+    # Every hit's summary and input declaration first (the first hit's always, even past
+    # the cap: without it the answer is useless); later hits that do not fit are dropped.
+    # Room for each output's marker is kept until its output is placed.
     for doc in top:
         tool = index.tools[doc]
+        head, output = ("", "") if render is None else render(tool)
         hit = SearchHit(
             address=tool.address,
             source=tool.source,
@@ -508,25 +586,46 @@ def search_catalog(
             description=_bounded(tool.description, DESCRIPTION_CHARS),
             deprecated=tool.deprecated,
             read_only=tool.read_only,
-            typescript=None if render is None else render(tool),
+            typescript=None if render is None else head,
         )
-        size = len(json.dumps(hit.to_json(), ensure_ascii=False).encode())
-        if not hits and hit.typescript is not None and used + size > max_bytes:
-            # The best hit alone is too large to declare: keep its identity, say where to look.
-            hit = dataclasses.replace(
-                hit,
-                typescript=f"// declaration omitted: {len(hit.typescript)} characters exceed "
-                f"this response's {max_bytes}-byte cap; see the generated tools.{tool.source}.d.ts",
-            )
-            size = len(json.dumps(hit.to_json(), ensure_ascii=False).encode())
-        if omitted or used + size > max_bytes:
+        marker = _json_size(_output_marker(tool, 0, len(output))) if output else 0
+        size = _json_size(hit.to_json()) + marker
+        if hits and (omitted or used + size > max_bytes):
             omitted += 1
             continue
         used += size
         hits.append(hit)
-    note = None
+        outputs.append(output)
+        markers.append(marker)
+    # Then output declarations, in rank order, into what the cap leaves; one that does not
+    # fit is cut at a line, with a marker saying how to see the rest.
+    cut = 0
+    for i, output in enumerate(outputs):
+        if not output:
+            continue
+        hit = hits[i]
+        assert hit.typescript is not None
+        room = max_bytes - used + markers[i]
+        if _json_size(hit.typescript + output) - _json_size(hit.typescript) <= room:
+            text = output
+        else:
+            text = _cut_output(index.tools[top[i]], output, room)
+            cut += 1
+        used += _json_size(hit.typescript + text) - _json_size(hit.typescript) - markers[i]
+        hits[i] = dataclasses.replace(
+            hit, typescript=hit.typescript + text, output_cut=text != output
+        )
+    notes: list[str] = []
+    if cut:
+        notes.append(
+            f"{cut} output type(s) cut to stay under {max_bytes} bytes (input types are whole); "
+            "search a tool's exact source.name with limit 1 to see more of its output type"
+        )
     if omitted:
-        note = f"{omitted} hit(s) omitted to stay under {max_bytes} bytes; lower limit or narrow the query"
+        notes.append(
+            f"{omitted} hit(s) omitted to stay under {max_bytes} bytes; lower limit or narrow "
+            "the query"
+        )
     return SearchResponse(
         query,
         detail,
@@ -536,7 +635,7 @@ def search_catalog(
         len(scores),
         total,
         omitted=omitted,
-        note=note,
+        note=with_notes(*notes),
         result_contract=contract,
     )
 

@@ -9,6 +9,7 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from codemodekit.cli.common import CliExit, add_config_argument, load_config, warn_unhealthy
@@ -20,6 +21,7 @@ from codemodekit.mcp_serve import (
     serve_stdio,
     stdio_wire,
 )
+from codemodekit.providers.base import HealthStatus, SourceHealth
 from codemodekit.run import SERVE_START_GRACE_S, CodeMode
 from codemodekit.search import index_for
 
@@ -144,7 +146,7 @@ async def _serve_spec(
             index_for(cm.catalog)  # build the search index now, not on the first query
         summary = (
             f"codemode serve: {len(cm.catalog.available_tools)} tools from "
-            f"{len(cm.catalog.sources)} sources (revision {cm.catalog.revision})"
+            f"{_sources_serving(cm.health)} (revision {cm.catalog.revision})"
         )
         if wire is not None:
             print(f"{summary} over stdio", file=sys.stderr, flush=True)
@@ -155,3 +157,13 @@ async def _serve_spec(
             print(f"{summary} at {url}", file=sys.stderr, flush=True)
 
         await serve_http(server, host=args.host, port=args.port, auth_token=token, on_ready=ready)
+
+
+def _sources_serving(health: Sequence[SourceHealth]) -> str:
+    """ "3 sources", or "6 of 8 sources (not serving: a unavailable, b connecting)"."""
+    down = [h for h in health if h.status not in (HealthStatus.OK, HealthStatus.DEGRADED)]
+    total = len(health)
+    if not down:
+        return f"{total} source{'' if total == 1 else 's'}"
+    listed = ", ".join(f"{h.source} {h.status}" for h in down)
+    return f"{total - len(down)} of {total} sources (not serving: {listed})"

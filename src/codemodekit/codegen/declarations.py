@@ -29,7 +29,15 @@ class _ToolTypes:
     tool: ToolDefinition
     input_type: str
     output_type: str
-    declarations: str
+    input_declarations: str
+    output_declarations: str = ""
+    """Rendered after the input's: types both schemas use are declared with the input."""
+
+    @property
+    def declarations(self) -> str:
+        if not self.output_declarations:
+            return self.input_declarations
+        return self.input_declarations + "\n" + self.output_declarations
 
 
 AnalysisCache = dict[tuple[str, str, str], AnalyzedSchema]
@@ -83,7 +91,7 @@ def _project(
             )
         projectors.append((tool, input_name, output_name or "unknown", parts))
     return [
-        _ToolTypes(tool, input_name, output_name, "\n".join(p.render() for p in parts))
+        _ToolTypes(tool, input_name, output_name, *(p.render() for p in parts))
         for tool, input_name, output_name, parts in projectors
     ]
 
@@ -169,6 +177,26 @@ def render_declarations(
         if comment:
             out.append("\n" + comment)
     return "".join(out)
+
+
+def tool_typescript_parts(tool: ToolDefinition) -> tuple[str, str]:
+    """One tool's declarations split for bounded responses: ``(input, output)``.
+
+    ``input`` is the input declarations (with every type they share with the output), the
+    tool's doc comment and its exact callable signature; ``output`` is the rest of the
+    output declarations (empty without an output schema). Types are hoisted in TypeScript,
+    so ``input`` reads whole even when ``output`` is cut or left out.
+    """
+    (projected,) = _project([tool], TypeNames())
+    head = ""
+    if not tool.available:
+        head = f"// Not callable (quarantined): {_one_line(tool.quarantine or '')}\n"
+    signature = (
+        jsdoc(_tool_doc(tool))
+        + f"{tool.address}(input: {projected.input_type}): "
+        + f"Promise<ToolResult<{projected.output_type}>>;\n"
+    )
+    return head + projected.input_declarations + signature, projected.output_declarations
 
 
 def tool_typescript(tool: ToolDefinition) -> str:
