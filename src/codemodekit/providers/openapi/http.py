@@ -16,9 +16,10 @@ import http.cookiejar
 import json
 import logging
 import re
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote, urljoin
+from urllib.parse import quote, unquote, urljoin
 
 import httpx
 
@@ -159,12 +160,46 @@ def _expand_path(plan: OperationPlan, values: Mapping[str, str]) -> str:
         if index % 2:
             if part not in values:
                 raise ToolError(f"{plan.method} {plan.path}: path parameter {part!r} is missing")
+            if values[part] == "":
+                raise ToolError(
+                    f"{plan.method} {plan.path}: path parameter {part!r} is empty; an empty "
+                    "value would change which path is requested"
+                )
             out.append(values[part])
         else:
             # Literal template text is sent as written; only characters that cannot
             # appear in a path (``#``, ``?``, spaces...) are percent-encoded.
             out.append(quote(part, safe=_PATH_SAFE))
-    return "".join(out)
+    path = "".join(out)
+    for segment in path.split("/"):
+        if _normalizes_away(segment):
+            raise ToolError(
+                f"{plan.method} {plan.path}: a path parameter value would change which path "
+                f"is requested (the segment {segment[:40]!r} is a dot segment once decoded); "
+                "refused"
+            )
+    return path
+
+
+def _normalizes_away(segment: str) -> bool:
+    """True when a segment is, or decodes to, a ``.``/``..`` step some hop may collapse.
+
+    The client collapses literal dot segments (RFC 3986 5.2.4); a normalizing proxy or
+    server also decodes ``%2E`` (6.2.2.2), may decode twice, split on ``%2F`` or ``\\``,
+    or fold Unicode compatibility dots (NFKC). Values that could become a dot step under
+    any of these are refused rather than sent.
+    """
+    seen = segment
+    for _ in range(4):
+        folded = unicodedata.normalize("NFKC", seen)
+        for text in (seen, folded):
+            if any(part in (".", "..") for part in re.split(r"[/\\]", text)):
+                return True
+        decoded = unquote(seen)
+        if decoded == seen:
+            return False
+        seen = decoded
+    return False
 
 
 async def send(
