@@ -112,7 +112,14 @@ def test_plugin_regeneration_keeps_authored_skill_text(
     assert main(["generate", "-c", str(config), "--plugin", str(plugin)]) == 0
     mcp = json.loads((plugin / "mcp.json").read_text())
     assert mcp == {
-        "mcpServers": {"demo": {"command": "codemode", "args": ["serve", "-c", "codemode.toml"]}}
+        "$schema": "https://agent-plugins.org/schemas/1.0.0/mcp.schema.json",
+        "mcpServers": {
+            "demo": {
+                "type": "stdio",
+                "command": "codemode",
+                "args": ["serve", "-c", "codemode.toml"],
+            }
+        },
     }
     skill = plugin / skill_dir("demo") / "SKILL.md"
     skill.write_text(skill.read_text() + "\n## Workflow (authored)\n\nAsk before deleting.\n")

@@ -9,6 +9,7 @@ Three kinds of file, so regeneration never destroys what a person wrote:
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -28,10 +29,36 @@ METADATA_FILE = "catalog-metadata.json"
 _SEED_NAMES = ("plugin.json", "examples.md")
 _INLINE_TOOL_LIST = 40
 """Up to this many tools, SKILL.md lists every address; beyond, only sources and files."""
+PLUGIN_SCHEMA = "https://agent-plugins.org/schemas/1.0.0/plugin.schema.json"
+MCP_SCHEMA = "https://agent-plugins.org/schemas/1.0.0/mcp.schema.json"
+_NAME_CHARS = 64
+"""Agent Plugins and Agent Skills both cap a name at 64 characters."""
+_DESCRIPTION_CHARS = 1024
+"""Agent Skills cap a skill's description at 1,024 characters."""
+
+
+def _bounded_slug(name: str, room: int) -> str:
+    """``slug(name)`` in at most ``room`` characters; a cut one ends in a short hash, so two
+    long names that share a prefix still differ."""
+    base = slug(name)
+    if len(base) <= room:
+        return base
+    digest = hashlib.sha256(name.encode()).hexdigest()[:6]
+    return base[: room - 7].rstrip("-") + "-" + digest
+
+
+def skill_name(name: str) -> str:
+    """``use-<name>-codemode``: lower-case letters, digits and single hyphens, ≤ 64
+    characters, as Agent Skills require (the skill's folder has the same name)."""
+    return f"use-{_bounded_slug(name, _NAME_CHARS - len('use--codemode'))}-codemode"
+
+
+def plugin_name(name: str) -> str:
+    return f"{_bounded_slug(name, _NAME_CHARS - len('-codemode'))}-codemode"
 
 
 def skill_dir(name: str) -> str:
-    return f"skills/use-{slug(name)}-codemode"
+    return f"skills/{skill_name(name)}"
 
 
 def artifact_kind(path: str) -> ArtifactKind:
@@ -195,12 +222,48 @@ def _plural(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
-def _skill_md(catalog: Catalog, name: str) -> str:
-    sources = ", ".join(catalog.sources) or "no sources"
-    description = (
-        f"Use the {name} tools ({sources}) through Code Mode: write one TypeScript program "
-        "that calls tools.* and run it with the run_typescript MCP tool."
+def _skill_description(catalog: Catalog, name: str) -> str:
+    """What the skill is for, within the Agent Skills limit (sources beyond it are counted)."""
+    tail = (
+        " through Code Mode: write one TypeScript program that calls tools.* and run it with "
+        "the run_typescript MCP tool."
     )
+    shown = list(catalog.sources)
+    while True:
+        more = len(catalog.sources) - len(shown)
+        listed = ", ".join(shown) + (f" and {more} more" if more else "")
+        text = f"Use the {name} tools ({listed or 'no sources'})" + tail
+        if len(text) <= _DESCRIPTION_CHARS:
+            return text
+        if not shown:
+            return text[: _DESCRIPTION_CHARS - 1] + "…"
+        shown.pop()
+
+
+def _references_list(files: list[str], source_files: set[str]) -> list[str]:
+    """A line per reference file, so a reader (and the skill loader) knows each one."""
+    purpose = {
+        "runtime.md": "how programs run, and the limits",
+        "result-contract.md": "the `ToolResult` every call resolves to",
+        "examples.md": "worked example programs",
+        METADATA_FILE: "every tool with its declaration file, quarantined and skipped tools",
+        ALL_TOOLS_FILE: "declarations of every tool",
+    }
+    out = ["", "Reference files:", ""]
+    for path in files:
+        base = path.removeprefix("references/")
+        if base in purpose:
+            what = purpose[base]
+        elif base in source_files:
+            what = "declarations of one source's tools"
+        else:
+            what = "a shard of a large source's declarations (see its source file)"
+        out.append(f"- `{path}`: {what}")
+    return out
+
+
+def _skill_md(catalog: Catalog, name: str, references: list[str]) -> str:
+    description = _skill_description(catalog, name)
     layouts = source_layouts(catalog)
     block = [
         BLOCK_BEGIN,
@@ -238,10 +301,11 @@ def _skill_md(catalog: Catalog, name: str) -> str:
             f"{_plural(len(catalog.quarantined), 'tool is', 'tools are')} quarantined "
             f"(not callable); see `references/{METADATA_FILE}`.",
         ]
+    block += _references_list(references, {layout.file for layout in layouts})
     block.append(BLOCK_END)
     return (
         "---\n"
-        f"name: use-{slug(name)}-codemode\n"
+        f"name: {skill_name(name)}\n"
         f"description: {dump_json(description).strip()}\n"
         "---\n\n"
         f"# Use {name} through Code Mode\n\n"
@@ -266,19 +330,23 @@ def generate_plugin(
     refs = f"{skill}/references"
     declarations = {k: v for k, v in generate(catalog, name=name).items() if k != LOCK_FILE}
     files: dict[str, str] = {}
+    # Agent Plugins 1.0 finds mcp.json and skills/ by convention: plugin.json names neither.
     files["plugin.json"] = dump_json(
         {
-            "name": f"{slug(name)}-codemode",
+            "$schema": PLUGIN_SCHEMA,
+            "name": plugin_name(name),
             "version": "0.1.0",
             "description": f"Code Mode access to the {name} tool catalog.",
-            "mcpServers": "./mcp.json",
-            "skills": "./skills/",
         }
     )
     files["mcp.json"] = dump_json(
-        {"mcpServers": {slug(name): {"command": command, "args": ["serve", "-c", config]}}}
+        {
+            "$schema": MCP_SCHEMA,
+            "mcpServers": {
+                slug(name): {"type": "stdio", "command": command, "args": ["serve", "-c", config]}
+            },
+        }
     )
-    files[f"{skill}/SKILL.md"] = _skill_md(catalog, name)
     files[f"{refs}/runtime.md"] = _runtime_md(limits or Limits())
     files[f"{refs}/result-contract.md"] = _result_contract_md()
     files[f"{refs}/examples.md"] = _examples_md(catalog, name)
@@ -305,4 +373,6 @@ def generate_plugin(
             "tools": entries,
         }
     )
+    references = sorted(p.removeprefix(f"{skill}/") for p in files if p.startswith(f"{refs}/"))
+    files[f"{skill}/SKILL.md"] = _skill_md(catalog, name, references)
     return dict(sorted(files.items()))
