@@ -30,6 +30,7 @@ from codemodekit.http_guard import LoopbackGuard, is_loopback
 from codemodekit.mcp_server import RUN_TOOL, SEARCH_TOOL, register_code_mode_tools
 
 if TYPE_CHECKING:
+    from codemodekit.http_ops import Operations
     from codemodekit.run import CodeMode
 
 HTTP_PATH = "/mcp"
@@ -103,8 +104,14 @@ def http_app(
     host: str = "127.0.0.1",
     auth_token: str | None = None,
     path: str = HTTP_PATH,
+    stateless: bool = False,
+    ops: Operations | None = None,
 ) -> ASGIApp:
     """The server's Streamable HTTP app, behind ``BearerAuth`` when a token is given.
+
+    ``stateless`` uses the SDK's stateless mode: no session, every request self-contained,
+    so any replica can answer any request (see docs/adr/0020). ``ops`` adds ``/healthz``,
+    ``/readyz``, ``/metrics`` and drain accounting (``codemodekit.http_ops``).
 
     A loopback ``host`` (any address of 127.0.0.0/8, ``::1`` in any spelling, ``localhost``)
     is also behind ``LoopbackGuard`` (Host/Origin validation against DNS rebinding); the
@@ -114,9 +121,13 @@ def http_app(
         streamable_http_path=path,
         host=host,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        stateless_http=stateless,
     )
-    if auth_token:
-        app = BearerAuth(app, auth_token)
+
+    def auth(inner: ASGIApp) -> ASGIApp:
+        return BearerAuth(inner, auth_token) if auth_token else inner
+
+    app = ops.wrap(app, auth=auth) if ops is not None else auth(app)
     return LoopbackGuard(app) if is_loopback(host) else app
 
 
@@ -227,6 +238,8 @@ async def serve_http(
     auth_token: str | None = None,
     path: str = HTTP_PATH,
     on_ready: Callable[[str], None] | None = None,
+    stateless: bool = False,
+    ops: Operations | None = None,
 ) -> None:
     """Serve Streamable HTTP at ``http://host:port{path}`` until cancelled.
 
@@ -236,11 +249,15 @@ async def serve_http(
     """
     if not is_loopback(host) and not auth_token:
         raise ValueError(f"binding {host} (not loopback) requires a bearer token")
-    app = http_app(server, host=host, auth_token=auth_token, path=path)
+    app = http_app(
+        server, host=host, auth_token=auth_token, path=path, stateless=stateless, ops=ops
+    )
     sock = _listen(host, port)
     bound = sock.getsockname()[1]
     config = uvicorn.Config(app, host=host, port=bound, log_level="warning", lifespan="on")
     web = _Uvicorn(config)
+    if ops is not None:
+        ops.stop_listening = lambda: _stop_listening(web, sock)
     serving = asyncio.ensure_future(_run_uvicorn(web, sock))
     try:
         while not web.started:
@@ -259,6 +276,14 @@ async def serve_http(
         raise
     finally:
         sock.close()
+
+
+def _stop_listening(web: uvicorn.Server, sock: socket.socket) -> None:
+    # New connections are refused (a load balancer retries them elsewhere); the open ones
+    # finish their requests.
+    for listener in getattr(web, "servers", ()):
+        listener.close()
+    sock.close()
 
 
 async def _run_uvicorn(web: uvicorn.Server, sock: socket.socket) -> None:

@@ -12,7 +12,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from codemodekit.cli import serve_ops
 from codemodekit.cli.common import CliExit, add_config_argument, load_config, warn_unhealthy
+from codemodekit.http_ops import Operations
 from codemodekit.mcp_serve import (
     StdioWire,
     create_server,
@@ -35,7 +37,8 @@ def register(sub: Any) -> None:
         description="Serve the configured sources as an MCP server with two tools, "
         "run_typescript and search_tools. HTTP listens on loopback unless --host says "
         "otherwise; a non-loopback host needs --auth-token-env. SIGINT/SIGTERM stop the "
-        "server and close every source. Exit codes: 0 stopped cleanly, 2 usage or spec error.",
+        "server (HTTP: after draining, see --drain-timeout) and close every source. "
+        "Exit codes: 0 stopped cleanly, 2 usage or spec error.",
     )
     add_config_argument(parser)
     parser.add_argument(
@@ -60,6 +63,7 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--no-search", action="store_true", help="do not offer the search_tools tool"
     )
+    serve_ops.add_arguments(parser)
     parser.set_defaults(func=_run)
 
 
@@ -81,6 +85,7 @@ def _token(args: argparse.Namespace) -> str | None:
 def _run(args: argparse.Namespace) -> int:
     try:
         token = _token(args)
+        ops = serve_ops.read(args)
         if args.transport == "http":
             if not 0 <= args.port <= 65535:
                 raise CliExit(2, f"codemode serve: --port {args.port} is not a TCP port")
@@ -96,24 +101,51 @@ def _run(args: argparse.Namespace) -> int:
         return stop.code
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(name)s: %(message)s")
     try:
-        asyncio.run(_serve(spec, args, token))
+        asyncio.run(_serve(spec, args, token, ops))
     except OSError as exc:
         print(f"codemode serve: {exc}", file=sys.stderr)
         return 2
+    finally:
+        for close in ops.closers:
+            close()
     return 0
 
 
-async def _serve(spec: Any, args: argparse.Namespace, token: str | None) -> None:
+async def _serve(
+    spec: Any, args: argparse.Namespace, token: str | None, config: serve_ops.OpsConfig
+) -> None:
     main = asyncio.current_task()
     assert main is not None
     loop = asyncio.get_running_loop()
     stopping = False
+    serving: list[Operations] = []
+    draining: list[asyncio.Task[None]] = []
+
+    async def drain(ops: Operations) -> None:
+        finished = await ops.drain(config.drain_timeout_s)
+        if not finished:
+            print(
+                f"codemode serve: drain deadline ({config.drain_timeout_s:g} s) reached; "
+                f"cancelling {ops.in_flight} request(s) in flight",
+                file=sys.stderr,
+                flush=True,
+            )
+        main.cancel()
 
     def stop() -> None:
         nonlocal stopping
-        if not stopping:
+        if stopping or not serving:
+            # A second signal (or nothing to drain): stop now.
             stopping = True
             main.cancel()
+            return
+        stopping = True
+        print(
+            f"codemode serve: draining ({serving[0].in_flight} request(s) in flight)",
+            file=sys.stderr,
+            flush=True,
+        )
+        draining.append(loop.create_task(drain(serving[0])))
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop)
@@ -121,13 +153,15 @@ async def _serve(spec: Any, args: argparse.Namespace, token: str | None) -> None
         if args.transport == "stdio":
             # Divert fd 0/1 before sources start: nothing they print may reach the wire.
             async with stdio_wire() as wire:
-                await _serve_spec(spec, args, token, wire)
+                await _serve_spec(spec, args, token, wire, config, serving)
         else:
-            await _serve_spec(spec, args, token, None)
+            await _serve_spec(spec, args, token, None, config, serving)
     except asyncio.CancelledError:
         if not stopping:
             raise
     finally:
+        for task in draining:
+            task.cancel()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(Exception):
                 loop.remove_signal_handler(sig)
@@ -136,10 +170,18 @@ async def _serve(spec: Any, args: argparse.Namespace, token: str | None) -> None
 
 
 async def _serve_spec(
-    spec: Any, args: argparse.Namespace, token: str | None, wire: StdioWire | None
+    spec: Any,
+    args: argparse.Namespace,
+    token: str | None,
+    wire: StdioWire | None,
+    config: serve_ops.OpsConfig,
+    serving: list[Operations],
 ) -> None:
+    observers = serve_ops.observers(config, spec.name)
     # Leaving this block closes every source and child process, on any exit path.
-    async with CodeMode.from_spec(spec, start_grace_s=SERVE_START_GRACE_S) as cm:
+    async with CodeMode.from_spec(
+        spec, start_grace_s=SERVE_START_GRACE_S, observers=observers
+    ) as cm:
         warn_unhealthy(cm.health)
         server = create_server(cm, search=not args.no_search)
         if not args.no_search:
@@ -156,7 +198,17 @@ async def _serve_spec(
         def ready(url: str) -> None:
             print(f"{summary} at {url}", file=sys.stderr, flush=True)
 
-        await serve_http(server, host=args.host, port=args.port, auth_token=token, on_ready=ready)
+        ops = serve_ops.operations(config, cm)
+        serving.append(ops)
+        await serve_http(
+            server,
+            host=args.host,
+            port=args.port,
+            auth_token=token,
+            on_ready=ready,
+            stateless=config.stateless,
+            ops=ops,
+        )
 
 
 def _sources_serving(health: Sequence[SourceHealth]) -> str:

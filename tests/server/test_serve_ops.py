@@ -1,0 +1,268 @@
+"""`codemode serve --transport http` for operators: stateless mode, health, metrics, audit, drain."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from tests.server.test_serve import (
+    CONFIG,
+    TOKEN,
+    TOOLS_MODULE,
+    Served,
+    _authorized,
+    _env,
+    _run_cli,
+    _start_http,
+    _wait_for,
+)
+
+GATE_MODULE = (
+    TOOLS_MODULE.replace('__all__ = ["echo", "slow"]', '__all__ = ["echo", "slow", "gate"]')
+    + """
+
+async def _gate(args):
+    (MARKERS / "gate.started").write_text("started")
+    while not (MARKERS / "gate.open").exists():
+        await asyncio.sleep(0.02)
+    return {"passed": True}
+
+
+gate = define_tool(description="Wait until the test opens the gate.",
+                   input_schema={"type": "object", "properties": {}}, execute=_gate)
+"""
+)
+METRICS_TOKEN = "metrics-only-token"
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    (tmp_path / "servetools.py").write_text(GATE_MODULE)
+    path = tmp_path / "codemode.toml"
+    path.write_text(CONFIG)
+    return path
+
+
+def _base(served: Served) -> str:
+    return served.url.removesuffix("/mcp")
+
+
+@pytest.fixture
+def ops_server(config: Path) -> Iterator[Served]:
+    served = _start_http(
+        config,
+        "--auth-token-env",
+        "CM_TEST_TOKEN",
+        "--stateless",
+        "--public-health",
+        "--metrics",
+        "--metrics-token-env",
+        "CM_METRICS_TOKEN",
+        "--audit",
+        str(config.parent / "audit.jsonl"),
+        env=_env(CM_TEST_TOKEN=TOKEN, CM_METRICS_TOKEN=METRICS_TOKEN),
+    )
+    try:
+        yield served
+    finally:
+        if served.process.poll() is None:
+            served.process.kill()
+            served.process.wait()
+
+
+def _metric(text: str, name: str, **labels: str) -> float:
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                return float(sample.value)
+    raise AssertionError(f"no sample {name} {labels} in:\n{text}")
+
+
+async def test_stateless_runs_with_progress_and_cancellation_then_metrics_and_audit(
+    ops_server: Served, config: Path
+) -> None:
+    updates: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        updates.append(progress)
+
+    async with _authorized(ops_server.url) as client:
+        ran = await client.call_tool(
+            "run_typescript",
+            {
+                "code": "const r = await tools.app.echo({ text: 'ok' });\nreturn r.structuredContent;"
+            },
+            progress_callback=on_progress,
+        )
+        failed = await client.call_tool("run_typescript", {"code": "throw new Error('no');"})
+        call = asyncio.ensure_future(
+            client.call_tool("run_typescript", {"code": "await tools.app.slow({});"})
+        )
+        await _wait_for(config.parent / "slow.started")
+        call.cancel()
+        await _wait_for(config.parent / "slow.cancelled")
+    assert ran.structured_content is not None and ran.structured_content["value"] == {"text": "ok"}
+    assert updates and updates == sorted(set(updates))
+    assert failed.is_error
+
+    base = _base(ops_server)
+    metrics_url = base + "/metrics"
+    assert httpx.get(metrics_url, timeout=10).status_code == 401
+    mcp_token = {"Authorization": f"Bearer {TOKEN}"}
+    assert httpx.get(metrics_url, headers=mcp_token, timeout=10).status_code == 401
+    scraped = httpx.get(
+        metrics_url, headers={"Authorization": f"Bearer {METRICS_TOKEN}"}, timeout=10
+    )
+    assert scraped.status_code == 200 and scraped.headers["content-type"].startswith("text/plain")
+    text = scraped.text
+    assert _metric(text, "codemode_runs_total", outcome="ok") == 1
+    assert _metric(text, "codemode_runs_total", outcome="UNCAUGHT_EXCEPTION") == 1
+    assert _metric(text, "codemode_tool_calls_total", source="app", tool="echo", outcome="ok") == 1
+    assert _metric(text, "codemode_source_health", source="app", state="ok") == 1
+    assert _metric(text, "codemode_draining") == 0
+
+    records = [
+        json.loads(line) for line in (config.parent / "audit.jsonl").read_text().splitlines()
+    ]
+    runs = [r for r in records if r["type"] == "run"]
+    calls = [r for r in records if r["type"] == "tool_call"]
+    assert ran.structured_content["execution_id"] in {r["execution_id"] for r in runs}
+    echo = next(c for c in calls if c["tool"] == "tools.app.echo")
+    assert echo["execution_id"] == ran.structured_content["execution_id"]
+    assert echo["decision"] == "allow" and echo["rule"] == "default" and echo["outcome"] == "ok"
+    assert "'ok'" not in json.dumps(calls) and TOKEN not in json.dumps(records)
+
+
+def test_health_and_readiness_are_public_when_asked(ops_server: Served) -> None:
+    base = _base(ops_server)
+    health = httpx.get(base + "/healthz", timeout=10)
+    ready = httpx.get(base + "/readyz", timeout=10)
+    assert health.status_code == 200 and health.json()["status"] == "ok"
+    assert ready.status_code == 200
+    body = ready.json()
+    assert body["ready"] is True and body["draining"] is False and body["tools"] == 3
+    assert body["sources"][0]["source"] == "app" and body["sources"][0]["status"] == "ok"
+    assert body["runtime"]["mode"]
+    # Public health does not open the MCP endpoint.
+    assert httpx.post(ops_server.url, json={}, timeout=10).status_code == 401
+
+
+def test_health_is_behind_the_token_by_default(config: Path) -> None:
+    served = _start_http(config, "--auth-token-env", "CM_TEST_TOKEN", env=_env(CM_TEST_TOKEN=TOKEN))
+    try:
+        base = _base(served)
+        for path in ("/healthz", "/readyz"):
+            assert httpx.get(base + path, timeout=10).status_code == 401
+            authorized = httpx.get(
+                base + path, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10
+            )
+            assert authorized.status_code == 200
+        # /metrics is not served unless asked for: it is just another path of the app.
+        assert (
+            httpx.get(
+                base + "/metrics", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10
+            ).status_code
+            == 404
+        )
+    finally:
+        code, _ = served.stop()
+    assert code == 0
+
+
+async def test_sigterm_drains_finishing_in_flight_runs_and_refusing_new_ones(
+    config: Path,
+) -> None:
+    served = _start_http(config, "--stateless", "--public-health", "--drain-timeout", "60")
+    try:
+        base = _base(served)
+        async with _authorized(served.url) as client:
+            await client.list_tools()  # the client validates results against the listing
+            call = asyncio.ensure_future(
+                client.call_tool(
+                    "run_typescript",
+                    {"code": "const r = await tools.app.gate({});\nreturn r.structuredContent;"},
+                )
+            )
+            await _wait_for(config.parent / "gate.started")
+            served.process.send_signal(signal.SIGTERM)
+            await _wait_for_line(served, "draining (1 request(s) in flight)")
+            # New connections are refused; the run in flight goes on.
+            with pytest.raises(httpx.ConnectError):
+                httpx.get(base + "/readyz", timeout=10)
+            assert served.process.poll() is None
+            (config.parent / "gate.open").write_text("open")
+            result = await asyncio.wait_for(call, 60)
+        assert result.structured_content is not None
+        assert result.structured_content["value"] == {"passed": True}
+        code = await asyncio.to_thread(served.process.wait, 30)
+        assert code == 0
+    finally:
+        if served.process.poll() is None:
+            served.process.kill()
+            served.process.wait()
+
+
+async def test_drain_deadline_cancels_what_is_left_and_the_client_sees_an_error(
+    config: Path,
+) -> None:
+    served = _start_http(config, "--stateless", "--drain-timeout", "0.5")
+    try:
+        async with _authorized(served.url) as client:
+            call = asyncio.ensure_future(
+                client.call_tool("run_typescript", {"code": "await tools.app.slow({});"})
+            )
+            await _wait_for(config.parent / "slow.started")
+            served.process.send_signal(signal.SIGTERM)
+            with pytest.raises(BaseException):  # noqa: B017 - the SDK raises a transport error
+                await asyncio.wait_for(call, 60)
+        code = await asyncio.to_thread(served.process.wait, 30)
+        stderr = "".join(served.lines.queue)
+        assert code == 0
+        assert "drain deadline (0.5 s) reached; cancelling 1 request(s) in flight" in stderr
+        await _wait_for(config.parent / "slow.cancelled")
+    finally:
+        if served.process.poll() is None:
+            served.process.kill()
+            served.process.wait()
+
+
+async def _wait_for_line(served: Served, text: str, timeout: float = 30.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        if any(text in line for line in list(served.lines.queue)):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{text!r} not in stderr: {list(served.lines.queue)}")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--stateless",), "--stateless applies to --transport http only"),
+        (("--metrics",), "--metrics applies to --transport http only"),
+        (("--audit", "-"), "would write into the stdio wire"),
+        (
+            ("--transport", "http", "--metrics-token-env", "X"),
+            "--metrics-token-env/--public-metrics need --metrics",
+        ),
+        (("--transport", "http", "--drain-timeout", "-1"), "--drain-timeout -1.0 is negative"),
+        (("--audit-hash-key-env", "X"), "--audit-hash-key-env needs --audit"),
+        (
+            ("--transport", "http", "--metrics", "--metrics-token-env", "CM_NOPE_UNSET"),
+            "environment variable CM_NOPE_UNSET (--metrics-token-env) is unset or empty",
+        ),
+    ],
+)
+def test_operator_flags_are_checked_before_starting(
+    config: Path, args: tuple[str, ...], message: str
+) -> None:
+    done = _run_cli("serve", "-c", str(config), *args)
+    assert done.returncode == 2
+    assert message in done.stderr
