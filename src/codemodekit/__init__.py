@@ -29,6 +29,13 @@ _LAZY: dict[str, str] = {
     "ToolError": "codemodekit.errors",
     "Limits": "codemodekit.limits",
     "register_code_mode_tools": "codemodekit.mcp_server",
+    "BaseObserver": "codemodekit.observe",
+    "RunObserver": "codemodekit.observe",
+    "RunStart": "codemodekit.observe",
+    "ToolCallEvent": "codemodekit.observe",
+    "AuditSink": "codemodekit.observe.audit",
+    "CodeModeMetrics": "codemodekit.observe.metrics",
+    "TracingObserver": "codemodekit.observe.tracing",
     "PolicyDecision": "codemodekit.policy",
     "ToolCallRequest": "codemodekit.policy",
     "allow_all_tool_calls": "codemodekit.policy",
@@ -66,6 +73,10 @@ if TYPE_CHECKING:
     )
     from codemodekit.limits import Limits
     from codemodekit.mcp_server import register_code_mode_tools
+    from codemodekit.observe import BaseObserver, RunObserver, RunStart, ToolCallEvent
+    from codemodekit.observe.audit import AuditSink
+    from codemodekit.observe.metrics import CodeModeMetrics
+    from codemodekit.observe.tracing import TracingObserver
     from codemodekit.policy import (
         PolicyDecision,
         ToolCallRequest,
@@ -97,9 +108,12 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "AuditSink",
+    "BaseObserver",
     "Catalog",
     "CodeMode",
     "CodeModeError",
+    "CodeModeMetrics",
     "CodeSandbox",
     "Diagnostic",
     "ErrorCode",
@@ -110,7 +124,9 @@ __all__ = [
     "PolicyDecision",
     "ProgressEvent",
     "QuickJsSandbox",
+    "RunObserver",
     "RunResult",
+    "RunStart",
     "RuntimeStats",
     "SearchResponse",
     "SecretUnavailable",
@@ -118,10 +134,12 @@ __all__ = [
     "SourceUnavailable",
     "Spec",
     "SpecError",
+    "ToolCallEvent",
     "ToolCallRequest",
     "ToolDefinition",
     "ToolError",
     "ToolProvider",
+    "TracingObserver",
     "__version__",
     "allow_all_tool_calls",
     "define_tool",

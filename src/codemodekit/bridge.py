@@ -30,7 +30,7 @@ from codemodekit.errors import (
     new_correlation_id,
 )
 from codemodekit.limits import Limits
-from codemodekit.observe import RunObserver, ToolCall
+from codemodekit.observe import RunObserver, ToolCallEvent
 from codemodekit.policy import ToolCallRequest, ToolPolicy, decide
 from codemodekit.providers.base import CallContext, ResultTooLarge, ToolOutput, ToolProvider
 from codemodekit.sandbox.base import ToolCallRejected
@@ -198,7 +198,7 @@ class ToolBridge:
     async def _observed_call(
         self, observer: RunObserver, source: str, tool: str, arguments: Any
     ) -> Any:
-        record = ToolCall(
+        record = ToolCallEvent(
             self._execution_id,
             self.calls_started,
             source,
@@ -225,7 +225,9 @@ class ToolBridge:
             record.duration_ms = (time.perf_counter() - started) * 1000
             observer.on_tool_call(record)
 
-    async def _call(self, source: str, tool: str, arguments: Any, record: ToolCall | None) -> Any:
+    async def _call(
+        self, source: str, tool: str, arguments: Any, record: ToolCallEvent | None
+    ) -> Any:
         address = tool_address(source, tool)
         if self.calls_started > self._limits.max_tool_calls:
             raise self._reject(
@@ -294,7 +296,7 @@ class ToolBridge:
         output_validator: Validator | None,
         call_id: int,
         arguments: dict[str, Any],
-        record: ToolCall | None,
+        record: ToolCallEvent | None,
     ) -> Any:
         address, source = definition.address, definition.source
         request = ToolCallRequest(
@@ -399,7 +401,7 @@ class ToolBridge:
         definition: ToolDefinition,
         output_validator: Validator | None,
         output: ToolOutput,
-        record: ToolCall | None = None,
+        record: ToolCallEvent | None = None,
     ) -> Any:
         address, source = definition.address, definition.source
         if not isinstance(output, ToolOutput):

@@ -110,7 +110,7 @@ def http_app(
     """The server's Streamable HTTP app, behind ``BearerAuth`` when a token is given.
 
     ``stateless`` uses the SDK's stateless mode: no session, every request self-contained,
-    so any replica can answer any request (see docs/adr/0020). ``ops`` adds ``/healthz``,
+    so any replica can answer any request (see docs/operations.md). ``ops`` adds ``/healthz``,
     ``/readyz``, ``/metrics`` and drain accounting (``codemodekit.http_ops``).
 
     A loopback ``host`` (any address of 127.0.0.0/8, ``::1`` in any spelling, ``localhost``)

@@ -11,7 +11,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from codemodekit import CodeMode, Limits, define_tool, local
-from codemodekit.observe import BaseObserver, RunStart, ToolCall
+from codemodekit.observe import BaseObserver, RunStart, ToolCallEvent
 from codemodekit.observe.audit import AuditSink
 from codemodekit.observe.metrics import CodeModeMetrics
 from codemodekit.policy import rules_policy
@@ -164,13 +164,13 @@ async def test_an_observer_that_raises_never_fails_a_run(caplog: pytest.LogCaptu
         def on_run_start(self, run: RunStart) -> None:
             raise RuntimeError("observer bug")
 
-        def on_tool_call(self, call: ToolCall) -> None:
+        def on_tool_call(self, call: ToolCallEvent) -> None:
             raise RuntimeError("observer bug")
 
     seen: list[str] = []
 
     class Counting(BaseObserver):
-        def on_tool_call(self, call: ToolCall) -> None:
+        def on_tool_call(self, call: ToolCallEvent) -> None:
             seen.append(call.outcome)
 
     async with _code_mode(Broken(), Counting()) as cm:

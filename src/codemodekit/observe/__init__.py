@@ -42,7 +42,7 @@ class RunStart:
 
 
 @dataclass(slots=True)
-class ToolCall:
+class ToolCallEvent:
     """One ``tools.<source>.<tool>(…)`` call, filled in as it goes through the bridge."""
 
     execution_id: str
@@ -83,10 +83,10 @@ class RunObserver(Protocol):
 
     def on_run_start(self, run: RunStart) -> None: ...
 
-    def on_tool_call_start(self, call: ToolCall) -> None:
+    def on_tool_call_start(self, call: ToolCallEvent) -> None:
         """Called in the task that performs the call, before it is resolved or queued."""
 
-    def on_tool_call(self, call: ToolCall) -> None:
+    def on_tool_call(self, call: ToolCallEvent) -> None:
         """The call finished (any outcome); same task as ``on_tool_call_start``."""
 
     def on_run_end(self, run: RunStart, result: RunResult | None) -> None:
@@ -99,10 +99,10 @@ class BaseObserver:
     def on_run_start(self, run: RunStart) -> None:
         return None
 
-    def on_tool_call_start(self, call: ToolCall) -> None:
+    def on_tool_call_start(self, call: ToolCallEvent) -> None:
         return None
 
-    def on_tool_call(self, call: ToolCall) -> None:
+    def on_tool_call(self, call: ToolCallEvent) -> None:
         return None
 
     def on_run_end(self, run: RunStart, result: RunResult | None) -> None:
@@ -125,10 +125,10 @@ class ObserverSet(BaseObserver):
     def on_run_start(self, run: RunStart) -> None:
         self._each("on_run_start", run)
 
-    def on_tool_call_start(self, call: ToolCall) -> None:
+    def on_tool_call_start(self, call: ToolCallEvent) -> None:
         self._each("on_tool_call_start", call)
 
-    def on_tool_call(self, call: ToolCall) -> None:
+    def on_tool_call(self, call: ToolCallEvent) -> None:
         self._each("on_tool_call", call)
 
     def on_run_end(self, run: RunStart, result: RunResult | None) -> None:
@@ -155,6 +155,6 @@ __all__ = [
     "ObserverSet",
     "RunObserver",
     "RunStart",
-    "ToolCall",
+    "ToolCallEvent",
     "run_outcome",
 ]

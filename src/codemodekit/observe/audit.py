@@ -22,7 +22,7 @@ import threading
 from datetime import UTC, datetime
 from typing import IO, TYPE_CHECKING, Any
 
-from codemodekit.observe import BaseObserver, RunStart, ToolCall, run_outcome
+from codemodekit.observe import BaseObserver, RunStart, ToolCallEvent, run_outcome
 
 if TYPE_CHECKING:
     from codemodekit.run import RunResult
@@ -75,7 +75,7 @@ class AuditSink(BaseObserver):
             self._stream.write(line)
             self._stream.flush()
 
-    def on_tool_call(self, call: ToolCall) -> None:
+    def on_tool_call(self, call: ToolCallEvent) -> None:
         self._write(
             {
                 "v": AUDIT_VERSION,

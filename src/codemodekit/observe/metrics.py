@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from codemodekit.observe import BaseObserver, RunStart, ToolCall, run_outcome
+from codemodekit.observe import BaseObserver, RunStart, ToolCallEvent, run_outcome
 
 try:
     from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
@@ -150,7 +150,7 @@ class CodeModeMetrics(BaseObserver):
         )
         r.register(_StateCollector(code_mode, draining))
 
-    def on_tool_call(self, call: ToolCall) -> None:
+    def on_tool_call(self, call: ToolCallEvent) -> None:
         self.tool_calls.labels(call.source, call.tool, call.outcome).inc()
         self.tool_seconds.labels(call.source, call.tool).observe(call.duration_ms / 1000)
         if call.decision is not None:

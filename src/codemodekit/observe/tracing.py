@@ -23,7 +23,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from codemodekit.observe import OUTCOME_OK, BaseObserver, RunStart, ToolCall, run_outcome
+from codemodekit.observe import OUTCOME_OK, BaseObserver, RunStart, ToolCallEvent, run_outcome
 
 if TYPE_CHECKING:
     import httpx
@@ -67,7 +67,7 @@ class TracingObserver(BaseObserver):
         # spawns) nest under it.
         self._runs[run.execution_id] = (span, ctx, context.attach(ctx))
 
-    def on_tool_call_start(self, call: ToolCall) -> None:
+    def on_tool_call_start(self, call: ToolCallEvent) -> None:
         from opentelemetry import context
 
         entry = self._runs.get(call.execution_id)
@@ -86,7 +86,7 @@ class TracingObserver(BaseObserver):
         )
         call.extra["otel"] = (span, context.attach(self._trace.set_span_in_context(span)))
 
-    def on_tool_call(self, call: ToolCall) -> None:
+    def on_tool_call(self, call: ToolCallEvent) -> None:
         from opentelemetry import context
         from opentelemetry.trace import StatusCode
 
