@@ -52,6 +52,22 @@ class _T:
         return tuple(m.text for m in self.members) if self.members else (self.text,)
 
 
+_OBJECT_MEMBERS = frozenset(
+    {
+        "constructor",
+        "hasOwnProperty",
+        "isPrototypeOf",
+        "propertyIsEnumerable",
+        "toLocaleString",
+        "toString",
+        "valueOf",
+    }
+)
+"""Names every object has through Object.prototype: TypeScript checks an optional property
+of that name against the inherited member, so ``{}`` would not fit ``{ toString?: number }``."""
+_OPAQUE_APPLICATORS = ("dependentSchemas", "if", "then", "else", "$dynamicRef")
+"""Keywords that can evaluate properties but have no TypeScript form here."""
+
 _UNKNOWN = _T("unknown")
 _NEVER = _T("never")
 
@@ -284,12 +300,22 @@ class SchemaDeclarations:
         extra = schema.get("additionalProperties")
         patterns = schema.get("patternProperties")
         patterns = patterns if isinstance(patterns, dict) else {}
+        unevaluated = schema.get("unevaluatedProperties")
+        if extra is None and unevaluated is not None:
+            # Beside no additionalProperties, unevaluatedProperties types the keys nothing
+            # else evaluated; a subschema that may evaluate any key leaves nothing to close.
+            extra = True if self._evaluates_any_key(schema, depth) else unevaluated
+        elif extra is None and patterns:
+            extra = True  # keys matching no pattern may be anything
 
         lines: list[str] = []
         prop_types: list[tuple[_T, bool]] = []
         for key, sub in props.items():
             t = self._type(sub, indent + 1, guarded=True, depth=depth + 1)
             optional = key not in required
+            if optional and key in _OBJECT_MEMBERS and t.text != "unknown":
+                # ``{}`` has Object.prototype's member: it must stay assignable.
+                t = _union([t, _T(f"Object[{ts_string(str(key))}]")])
             prop_types.append((t, optional))
             doc = jsdoc(schema_doc_lines(sub), pad)
             lines.append(
@@ -336,6 +362,35 @@ class SchemaDeclarations:
         if not lines:
             return _T("{}", object_literal=True)
         return _T("{\n" + "".join(lines) + _INDENT * indent + "}", object_literal=True)
+
+    def _evaluates_any_key(self, schema: Any, depth: int) -> bool:
+        """Whether an in-place subschema of ``schema`` (allOf/anyOf/oneOf, $ref, or one the
+        projection cannot see into) may evaluate keys ``schema``'s own type does not name."""
+        if depth > _MAX_DEPTH:
+            return True
+        if not isinstance(schema, Mapping):
+            return schema is True
+        if any(k in schema for k in _OPAQUE_APPLICATORS):
+            return True
+        subs: list[Any] = []
+        for keyword in ("allOf", "anyOf", "oneOf"):
+            branches = schema.get(keyword)
+            if isinstance(branches, list | tuple):
+                subs.extend(branches)
+        if isinstance(schema.get("$ref"), str):
+            pointer = self._index.targets.get(id(schema))
+            if pointer is None or pointer not in self._decls:
+                return True
+            subs.append(self._decls[pointer].schema)
+        for sub in subs:
+            if sub is True or not isinstance(sub, Mapping):
+                continue  # ``true`` evaluates nothing; ``false`` admits nothing
+            for keyword in ("additionalProperties", "unevaluatedProperties"):
+                if keyword in sub and sub[keyword] is not False:
+                    return True
+            if "patternProperties" in sub or self._evaluates_any_key(sub, depth + 1):
+                return True
+        return False
 
     def _array(self, schema: Mapping[str, Any], indent: int, *, depth: int) -> _T:
         prefix = schema.get("prefixItems")
