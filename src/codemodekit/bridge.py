@@ -348,7 +348,10 @@ class ToolBridge:
                     call_id,
                     exc.cause or exc.__cause__,
                 )
-            details = (("upstream_code", bounded(exc.code, 200)),) if exc.code else ()
+            details: tuple[tuple[str, Any], ...] = ()
+            if exc.code:
+                details = (("upstream_code", bounded(exc.code, 200)),)
+            details += tuple((k, v) for k, v in exc.details if k != "upstream_code")
             raise self._reject(
                 ErrorCode.TOOL_ERROR, exc.message, address=address, source=source, details=details
             ) from None

@@ -18,7 +18,10 @@ changes; new codes may be added in minor releases.
 
 from __future__ import annotations
 
+import json
+import re
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -142,6 +145,44 @@ class Diagnostic:
         return out
 
 
+MAX_DETAILS = 16
+"""Most entries a diagnostic's ``details`` keeps."""
+MAX_DETAIL_KEY_CHARS = 64
+MAX_DETAIL_VALUE_CHARS = 300
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+
+
+def _detail_value(value: Any) -> Any:
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value if abs(value) < 2**53 else str(value)
+    if isinstance(value, float):
+        return value if value == value and abs(value) != float("inf") else None
+    if not isinstance(value, str):
+        try:
+            value = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+        except (TypeError, ValueError, RecursionError):
+            value = type(value).__name__
+    text = _CONTROL.sub(" ", value)
+    if len(text) > MAX_DETAIL_VALUE_CHARS:
+        text = text[: MAX_DETAIL_VALUE_CHARS - 1] + "…"
+    return text
+
+
+def bounded_details(details: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """Model-visible details made safe to cross: at most ``MAX_DETAILS`` string keys, each
+    value a JSON scalar (anything else becomes bounded JSON text), control characters out."""
+    out: list[tuple[str, Any]] = []
+    for key, value in details.items():
+        if len(out) >= MAX_DETAILS:
+            break
+        name = _CONTROL.sub(" ", str(key))[:MAX_DETAIL_KEY_CHARS]
+        if name:
+            out.append((name, _detail_value(value)))
+    return tuple(out)
+
+
 def new_correlation_id() -> str:
     return uuid.uuid4().hex[:16]
 
@@ -168,14 +209,22 @@ class ToolError(Exception):
     """Raised by a tool to refuse a call with a message the model may see.
 
     ``cause`` (or the exception chained with ``raise ... from``) reaches only the host log.
-    ``code`` is an optional tool-specific string reported as ``details.upstream_code``;
-    the run-level code is always ``TOOL_ERROR``.
+    ``code`` is an optional tool-specific string reported as ``details.upstream_code`` and,
+    to code that catches the failure, as ``error.upstreamCode``; the run-level code is
+    always ``TOOL_ERROR``. ``details`` are model-visible facts (``{"retry_after": "30"}``),
+    bounded by ``bounded_details``: never put secrets there.
     """
 
     def __init__(
-        self, message: str, *, cause: BaseException | str | None = None, code: str | None = None
+        self,
+        message: str,
+        *,
+        cause: BaseException | str | None = None,
+        code: str | None = None,
+        details: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.cause = cause
         self.code = code
+        self.details = bounded_details(details or {})

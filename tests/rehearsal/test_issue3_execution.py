@@ -1026,12 +1026,6 @@ def test_cli_run_warns_once_about_an_unavailable_source(project: Path) -> None:
 RESERVED_TOOL_NAMES = ["then", "constructor", "valueOf", "toString", "toJSON"]
 
 
-@pytest.mark.xfail(
-    reason="sandbox/prelude.js: the tools proxy reserves then/constructor/valueOf/toString/toJSON "
-    "(so `await tools.x` and printing work), yet the catalog advertises tools.app.then etc. as "
-    "callable; names must be preserved exactly (seed: bracket notation is the lossless form)",
-    strict=True,
-)
 @pytest.mark.parametrize("name", RESERVED_TOOL_NAMES)
 async def test_tools_named_like_object_keys_are_callable(name: str) -> None:
     tool = define_tool(description=name, input_schema=OBJ, execute=lambda a: "called")

@@ -13,9 +13,10 @@ import asyncio
 import dataclasses
 import json
 import logging
+import re
 from typing import Any, Protocol
 
-from codemodekit.errors import Diagnostic, ErrorCode, new_correlation_id
+from codemodekit.errors import Diagnostic, ErrorCode, bounded_details, new_correlation_id
 from codemodekit.sandbox._engine import Step, ToolCall, decode_calls, decode_value
 from codemodekit.sandbox.base import SandboxHost, SandboxOutcome, ToolCallRejected
 
@@ -158,8 +159,25 @@ def _settlement(task: asyncio.Future[Any], call: ToolCall, rejected: dict[int, D
         "message": diagnostic.message,
         "tool": diagnostic.tool,
         "source": diagnostic.source,
+        **caught_detail(diagnostic),
     }
     return f"[{call.call_id},0,{json.dumps(info)}]"
+
+
+def caught_detail(diagnostic: Diagnostic) -> dict[str, Any]:
+    """What code that catches a failed call sees beyond the message: ``upstreamCode`` (a
+    number when the upstream code is an integer: an HTTP status, a JSON-RPC code) and the
+    diagnostic's bounded ``details`` (plus its ``correlationId``)."""
+    details = dict(bounded_details(dict(diagnostic.details)))
+    upstream = details.pop("upstream_code", None)
+    if diagnostic.correlation_id:
+        details["correlationId"] = diagnostic.correlation_id
+    out: dict[str, Any] = {"details": details}
+    if isinstance(upstream, str) and re.fullmatch(r"-?\d{1,15}", upstream.strip()):
+        out["upstreamCode"] = int(upstream)
+    elif upstream is not None:
+        out["upstreamCode"] = upstream
+    return out
 
 
 def _outcome(step: Step, rejected: dict[int, Diagnostic]) -> SandboxOutcome:

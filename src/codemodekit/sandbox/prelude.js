@@ -55,6 +55,7 @@
   api.freeze = freeze;
   api.defineProperty = defineProperty;
   api.getOwnPropertyDescriptor = getOwnPropertyDescriptor;
+  api.getOwnPropertyNames = getOwnPropertyNames;
   api.setPrototypeOf = O.setPrototypeOf;
   api.Promise = NativePromise;
   api.promiseReject = Promise.reject;
@@ -66,6 +67,7 @@
   api.charCodeAt = String.prototype.charCodeAt;
   api.slice = String.prototype.slice;
   api.indexOf = String.prototype.indexOf;
+  api.lastIndexOf = String.prototype.lastIndexOf;
   api.split = String.prototype.split;
   api.parseInt = parseInt;
   api.symbolToString = Symbol.prototype.toString;
@@ -79,6 +81,7 @@
   api.toolInfo = () => undefined; // replaced by the calls module
   api.logEntries = 100;
   api.logBytes = 65536;
+  api.program = "";
 
   const sources = record();
   const modules = record();
@@ -108,37 +111,78 @@
   freeze(consoleObject);
 
   // ---- tools: lazy namespaces; calls are queued by the calls module -----------------
-  // `await tools.x` reads `then`; printing or serializing must neither hang nor call.
-  const reserved = record();
-  reserved.then = reserved.toJSON = reserved.valueOf = reserved.constructor = true;
-  const proxy = (lookup, text) => {
-    const handler = record();
-    const toString = named("toString", () => text);
-    handler.get = (_target, key) => {
-      if (typeof key !== "string") return undefined;
-      if (key === "toString") return toString;
-      return reserved[key] ? undefined : lookup(key);
-    };
-    // A frozen, empty target: every write, define, delete or prototype change fails.
-    return new ProxyCtor(freeze(record()), handler);
-  };
-  const namespaces = record();
-  const tools = proxy((ns) => {
-    let found = namespaces[ns];
-    if (found === undefined) {
-      const fns = record();
-      found = proxy((name) => {
-        let fn = fns[name];
-        if (fn === undefined) {
-          fn = named("codemode$tool", (args) => load("calls").call(ns, name, args));
-          fns[name] = fn;
-        }
-        return fn;
-      }, "[tools." + ns + "]");
-      namespaces[ns] = found;
+  // Every name is reachable: `tools.app.then`, `tools.app.constructor`, `tools.toString.x`
+  // and dotted names (`tools.crm.contacts.find` is the tool "contacts.find", as is
+  // `tools.crm["contacts.find"]`). A tool reference is a callable proxy; reading a member
+  // of it names the dotted tool below it. The engine's own protocols still work, told
+  // apart by their arguments (a tool takes one object): `await x` calls `then` with
+  // functions, JSON.stringify calls `toJSON` with a string key, and a conversion to a
+  // primitive calls `toString` / `valueOf` with no arguments.
+  const sites = () => load("calls"); // the call-site capture lives with the calls
+  const text = (ns, path) => "[tools." + ns + (path === "" ? "" : "." + path) + "]";
+  const settledView = record(); // one then-less twin per reference, for `await ref`
+  const protocol = (ref, key, args) => {
+    const first = args[0];
+    if (key === "then" && typeof first === "function") {
+      // `await ref` (a reference, not a call): fulfil with a twin that is not thenable.
+      apply(first, undefined, [ref.settled()]);
+      return undefined;
     }
-    return found;
-  }, "[tools]");
+    if (key === "toJSON" && typeof first === "string") return undefined;
+    if (args.length === 0 && key === "toString") return ref.text;
+    if (args.length === 0 && key === "valueOf") return ref.self;
+    return protocol; // not a protocol call
+  };
+  const readOnly = (handler) => {
+    const refuse = named("codemode$refuse", () => false);
+    handler.set = handler.defineProperty = handler.deleteProperty = refuse;
+    handler.setPrototypeOf = handler.preventExtensions = refuse;
+    return handler;
+  };
+  // One reference per (source, dotted path); `path === ""` is the namespace itself, a
+  // plain (not callable, so never thenable) object.
+  const references = record();
+  const reference = (ns, path, thenless) => {
+    const id = (thenless ? "1" : "0") + stringify([ns, path]);
+    let ref = references[id];
+    if (ref !== undefined) return ref.self;
+    ref = record();
+    ref.text = text(ns, path);
+    ref.settled = () => reference(ns, path, true);
+    const handler = readOnly(record());
+    handler.get = named("codemode$get", (_target, key) => {
+      if (typeof key !== "string") return undefined;
+      if (thenless && key === "then") return undefined;
+      const child = path === "" ? key : path + "." + key;
+      const found = reference(ns, child, false);
+      sites().seen(ns, child);
+      return found;
+    });
+    let target;
+    if (path === "") {
+      target = freeze(record()); // every write, define, delete or prototype change fails
+    } else {
+      target = () => undefined;
+      defineProperty(target, "name", { value: apply(api.slice, ref.text, [1, -1]) });
+      handler.apply = named("codemode$apply", (_target, _self, args) => {
+        const dot = apply(api.lastIndexOf, path, ["."]);
+        const owner = references["0" + stringify([ns, dot < 0 ? "" : apply(api.slice, path, [0, dot])])];
+        const key = apply(api.slice, path, [dot + 1]);
+        const answer = owner === undefined ? protocol : protocol(owner, key, args);
+        if (answer !== protocol) return answer;
+        return sites().call(ns, path, args[0]);
+      });
+    }
+    ref.self = new ProxyCtor(target, handler);
+    references[id] = ref;
+    return ref.self;
+  };
+  // The root: `tools.<source>` (any name, `then` and `toString` included) is a namespace.
+  const rootHandler = readOnly(record());
+  rootHandler.get = named("codemode$get", (_target, key) =>
+    typeof key === "string" ? reference(key, "", false) : undefined,
+  );
+  const tools = new ProxyCtor(freeze(record()), rootHandler);
 
   // ---- lockdown ---------------------------------------------------------------------
   // No code generation: the four function constructors become throwers on every path.
@@ -316,6 +360,7 @@
     return "";
   };
   commands.start = (source) => {
+    api.program = source; // positions in stacks refer to this text (the calls module reads it)
     // Indirect eval inside a try: a synchronous throw of any value stays in JavaScript.
     let program;
     try {

@@ -13,12 +13,26 @@
   const indexOf = api.indexOf;
   const charCodeAt = api.charCodeAt;
 
+  // Parsed from host JSON: plain data, frozen all the way down so code cannot alter it.
+  const deepFreeze = (v) => {
+    if (typeof v === "object" && v !== null) {
+      const keys = api.getOwnPropertyNames(v);
+      for (let i = 0; i < keys.length; i++) deepFreeze(v[keys[i]]);
+      api.freeze(v);
+    }
+    return v;
+  };
+
   class ToolCallError extends api.Error {
-    constructor(message, code, tool, source) {
+    constructor(message, code, tool, source, upstreamCode, details) {
       super(message);
       api.lock(this, "code", code);
       api.lock(this, "tool", tool);
       api.lock(this, "source", source);
+      // The upstream's own code (an HTTP status, an MCP/JSON-RPC error code, a ToolError
+      // code), so code can tell a 404 from a 429; undefined when there is none.
+      api.lock(this, "upstreamCode", upstreamCode);
+      api.lock(this, "details", deepFreeze(details || api.create(null)));
     }
   }
   api.lock(ToolCallError.prototype, "name", "ToolCallError");
@@ -51,8 +65,76 @@
     return rest;
   });
 
+  // Where the failing call is: QuickJS attributes a call to the position of the last
+  // sub-expression it evaluated (an argument such as `before.c`), but a member read is
+  // attributed to the start of its expression. So the reference's read (`tools.fs.write`)
+  // records its site, and the call uses it when it is the same frame of the same stack.
+  const frameOf = (stack) => {
+    const nl = apply(indexOf, stack, ["\n"]);
+    const head = nl < 0 ? stack : apply(slice, stack, [0, nl]);
+    const paren = apply(indexOf, head, [" ("]);
+    return [paren < 0 ? "" : apply(slice, head, [0, paren]), nl < 0 ? "" : apply(slice, stack, [nl])];
+  };
+  // The program offset of a 1-based line and column (line starts are found once).
+  let lineStarts;
+  const offsetOf = (line, column) => {
+    if (lineStarts === undefined) {
+      lineStarts = [0];
+      const text = api.program;
+      for (let at = apply(indexOf, text, ["\n"]); at >= 0; at = apply(indexOf, text, ["\n", at + 1])) {
+        lineStarts[lineStarts.length] = at + 1;
+      }
+    }
+    return line >= 1 && line <= lineStarts.length ? lineStarts[line - 1] + column - 1 : -1;
+  };
+  // Whether the member chain starting at the site's position is directly called, as in
+  // `tools.fs.write(…)` (not `const f = tools.fs.write;`, read for a later call).
+  const isCallee = (site) => {
+    const head = frameOf(site)[0] === "" ? "" : apply(slice, site, [0, apply(indexOf, site + "\n", ["\n"])]);
+    const colon = apply(api.lastIndexOf, head, [":"]);
+    const colon2 = apply(api.lastIndexOf, head, [":", colon - 1]);
+    const line = api.parseInt(apply(slice, head, [colon2 + 1, colon]), 10);
+    const column = api.parseInt(apply(slice, head, [colon + 1]), 10);
+    const text = api.program;
+    let at = offsetOf(line, column);
+    if (at < 0) return false;
+    let depth = 0;
+    for (; at < text.length; at++) {
+      const c = apply(charCodeAt, text, [at]);
+      if (depth > 0) {
+        if (c === 91) depth++; // [
+        else if (c === 93) depth--; // ]
+        continue;
+      }
+      if (c === 40) return true; // (
+      if (c === 91) depth = 1;
+      else if (c === 63 && apply(charCodeAt, text, [at + 1]) === 46) at++; // ?.
+      else if (!(c === 46 || c === 36 || c === 95 || c <= 32 || (c >= 48 && c <= 57) ||
+                 (c >= 65 && c <= 90) || (c >= 97 && c <= 122))) {
+        return false;
+      }
+    }
+    return false;
+  };
+  const seenSites = api.record(); // reference -> the site of its latest read
+  const seen = api.named("codemode$seen", (ns, path) => {
+    seenSites[stringify([ns, path])] = callSite();
+  });
+  const siteOf = api.named("codemode$siteOf", (ns, path) => {
+    const site = callSite();
+    const id = stringify([ns, path]);
+    const read = seenSites[id];
+    if (read === undefined) return site;
+    delete seenSites[id];
+    const a = frameOf(site);
+    const b = frameOf(read);
+    return a[0] === b[0] && a[1] === b[1] && isCallee(read) ? read : site;
+  });
+
   const toolError = (info, site, id) => {
-    const err = new ToolCallError(info.message, info.code, info.tool, info.source);
+    const err = new ToolCallError(
+      info.message, info.code, info.tool, info.source, info.upstreamCode, info.details,
+    );
     try {
       err.stack = site; // where the user called the tool, not where the host answered
     } catch (_) {
@@ -76,7 +158,7 @@
   let nextId = 0;
 
   const call = api.named("codemode$call", (ns, name, args) => {
-    const site = callSite();
+    const site = siteOf(ns, name);
     let json;
     let problem = "";
     try {
@@ -163,6 +245,7 @@
 
   const m = api.record();
   m.call = call;
+  m.seen = seen;
   m.drain = drain;
   m.settle = settle;
   return api.freeze(m);

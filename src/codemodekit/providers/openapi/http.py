@@ -367,4 +367,7 @@ async def _raise_status(
     message = f"{label} failed: HTTP {status}{(' ' + reason) if reason else ''}"
     if excerpt:
         message += f": {excerpt}"
-    raise ToolError(message, code=str(status))
+    # Retry-After lets code that catches a 429/503 wait the right time.
+    retry_after = response.headers.get("retry-after", "")
+    details = {"retry_after": retry_after[:64]} if retry_after else None
+    raise ToolError(message, code=str(status), details=details)
