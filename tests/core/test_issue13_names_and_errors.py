@@ -30,8 +30,6 @@ TRICKY = [
     "length",
     "prototype",
     "call",
-    "apply",
-    "bind",
     "catch",
     "finally",
 ]
@@ -85,6 +83,21 @@ async def test_dotted_tool_names_are_reachable_both_ways() -> None:
         assert missing.diagnostic.code is ErrorCode.TOOL_NOT_FOUND
         assert "contacts.fnd" in missing.diagnostic.message
         assert "contacts.find" in missing.diagnostic.message  # did you mean
+
+
+async def test_call_apply_and_bind_keep_their_function_meaning() -> None:
+    tools = {"echo": define_tool(description="e", input_schema=OBJ, execute=lambda a: a)}
+    tools["echo.call"] = _named("echo.call")
+    async with CodeMode(sources=[local("t", tools)], policy=allow_all_tool_calls()) as cm:
+        r = await cm.run(
+            "const a = await tools.t.echo.call(null, { c: 1 });\n"
+            "const b = await tools.t.echo.apply(null, [{ a: 1 }]);\n"
+            "const c = await tools.t.echo.bind(null, { b: 1 })();\n"
+            'const d = await tools.t["echo.call"]({});\n'
+            "return [a, b, c, d].map((r) => r.structuredContent);"
+        )
+    assert r.ok, r.diagnostic
+    assert r.value == [{"c": 1}, {"a": 1}, {"b": 1}, "echo.call"]
 
 
 async def test_tool_references_cannot_be_modified() -> None:

@@ -33,10 +33,19 @@
   const ProxyCtor = Proxy;
 
   const record = () => create(null);
-  const lock = (obj, key, value) =>
-    defineProperty(obj, key, { value, writable: false, enumerable: false, configurable: false });
+  // Descriptors without a prototype: a polluted Object.prototype.get cannot turn them
+  // into accessor descriptors (lock also runs after user code, on new error objects).
+  const lock = (obj, key, value) => {
+    const d = record();
+    d.value = value;
+    d.writable = d.enumerable = d.configurable = false;
+    return defineProperty(obj, key, d);
+  };
   const named = (name, fn) => {
-    defineProperty(fn, "name", { value: name, configurable: false });
+    const d = record();
+    d.value = name;
+    d.configurable = false;
+    defineProperty(fn, "name", d);
     return freeze(fn);
   };
 
@@ -120,12 +129,21 @@
   // primitive calls `toString` / `valueOf` with no arguments.
   const sites = () => load("calls"); // the call-site capture lives with the calls
   const text = (ns, path) => "[tools." + ns + (path === "" ? "" : "." + path) + "]";
-  const settledView = record(); // one then-less twin per reference, for `await ref`
+  const fnMethods = record();
+  fnMethods.call = Function.prototype.call;
+  fnMethods.apply = Function.prototype.apply;
+  fnMethods.bind = Function.prototype.bind;
   const protocol = (ref, key, args) => {
     const first = args[0];
     if (key === "then" && typeof first === "function") {
-      // `await ref` (a reference, not a call): fulfil with a twin that is not thenable.
-      apply(first, undefined, [ref.settled()]);
+      // `await ref` (a reference, not a call) fulfils with the reference itself: resolve()
+      // reads `then` once more, synchronously, and finds nothing this time.
+      ref.settling = true;
+      try {
+        apply(first, undefined, [ref.self]);
+      } finally {
+        ref.settling = false;
+      }
       return undefined;
     }
     if (key === "toJSON" && typeof first === "string") return undefined;
@@ -142,19 +160,32 @@
   // One reference per (source, dotted path); `path === ""` is the namespace itself, a
   // plain (not callable, so never thenable) object.
   const references = record();
-  const reference = (ns, path, thenless) => {
-    const id = (thenless ? "1" : "0") + stringify([ns, path]);
+  // Ids are built from strings only: user code may have polluted what JSON.stringify reads.
+  const refId = (ns, path) => ns.length + ":" + ns + "/" + path;
+  const reference = (ns, path) => {
+    const id = refId(ns, path);
     let ref = references[id];
     if (ref !== undefined) return ref.self;
     ref = record();
     ref.text = text(ns, path);
-    ref.settled = () => reference(ns, path, true);
+    ref.settling = false;
     const handler = readOnly(record());
     handler.get = named("codemode$get", (_target, key) => {
       if (typeof key !== "string") return undefined;
-      if (thenless && key === "then") return undefined;
+      if (ref.settling && key === "then") return undefined;
+      if (path !== "" && fnMethods[key] !== undefined) {
+        // call/apply/bind keep their Function meaning on a tool (the dotted tool "x.call"
+        // stays reachable as tools.ns["x.call"]).
+        if (ref[key] === undefined) {
+          const native = fnMethods[key];
+          ref[key] = named(key, function () {
+            return apply(native, ref.self, arguments);
+          });
+        }
+        return ref[key];
+      }
       const child = path === "" ? key : path + "." + key;
-      const found = reference(ns, child, false);
+      const found = reference(ns, child);
       sites().seen(ns, child);
       return found;
     });
@@ -163,10 +194,12 @@
       target = freeze(record()); // every write, define, delete or prototype change fails
     } else {
       target = () => undefined;
-      defineProperty(target, "name", { value: apply(api.slice, ref.text, [1, -1]) });
+      const nameOf = record();
+      nameOf.value = apply(api.slice, ref.text, [1, -1]);
+      defineProperty(target, "name", nameOf);
       handler.apply = named("codemode$apply", (_target, _self, args) => {
         const dot = apply(api.lastIndexOf, path, ["."]);
-        const owner = references["0" + stringify([ns, dot < 0 ? "" : apply(api.slice, path, [0, dot])])];
+        const owner = references[refId(ns, dot < 0 ? "" : apply(api.slice, path, [0, dot]))];
         const key = apply(api.slice, path, [dot + 1]);
         const answer = owner === undefined ? protocol : protocol(owner, key, args);
         if (answer !== protocol) return answer;
@@ -180,7 +213,7 @@
   // The root: `tools.<source>` (any name, `then` and `toString` included) is a namespace.
   const rootHandler = readOnly(record());
   rootHandler.get = named("codemode$get", (_target, key) =>
-    typeof key === "string" ? reference(key, "", false) : undefined,
+    typeof key === "string" ? reference(key, "") : undefined,
   );
   const tools = new ProxyCtor(freeze(record()), rootHandler);
 

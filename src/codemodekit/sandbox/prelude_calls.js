@@ -118,11 +118,11 @@
   };
   const seenSites = api.record(); // reference -> the site of its latest read
   const seen = api.named("codemode$seen", (ns, path) => {
-    seenSites[stringify([ns, path])] = callSite();
+    seenSites[ns.length + ":" + ns + "/" + path] = callSite();
   });
   const siteOf = api.named("codemode$siteOf", (ns, path) => {
     const site = callSite();
-    const id = stringify([ns, path]);
+    const id = ns.length + ":" + ns + "/" + path;
     const read = seenSites[id];
     if (read === undefined) return site;
     delete seenSites[id];

@@ -61,7 +61,9 @@ async def test_host_capabilities_are_absent(sandbox: CodeSandbox, name: str) -> 
         "[].map.constructor('return globalThis')()",
         "Object.constructor('return 1')()",
         "(class A {}).constructor('return 1')()",
-        "tools.constructor",
+        # `constructor` is an ordinary source / tool name there (issue 13): never Function.
+        "tools.constructor('return 1')()",
+        "tools.app.constructor.constructor('return 1')()",
         "console.log.constructor('return 1')()",
     ],
 )
