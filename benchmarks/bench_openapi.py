@@ -49,7 +49,6 @@ def main() -> None:
             source="github",
             base_url=base,
             base_url_overridden=False,
-            auth_keys=frozenset({"bearer"}),
         )
         t2 = time.perf_counter()
         config = OpenApiSource(

@@ -29,10 +29,10 @@ def test_check_reports_skipped_operations(tmp_path: Path) -> None:
     )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
-    assert "sec  ok           openapi  6 tools  (7 operation(s) skipped)" in output
+    assert "sec  ok           openapi  9 tools  (4 operation(s) skipped)" in output
     assert (
-        "sec.bearer: GET /bearer: security: no accepted alternative can be satisfied: "
-        "'bearerAuth' (HTTP bearer) needs auth.bearer"
+        "sec.mtls: GET /mtls: security: no accepted alternative is supported: "
+        "'mtls' (mutualTLS) is not supported"
     ) in output
     assert "cli-secret-value" not in output
 

@@ -63,5 +63,8 @@ async def test_from_spec_with_secrets(server: ServerThread, tmp_path: Path) -> N
         assert result.value["x-api-key"] == "***"  # sent, but never visible to the sandbox
         assert server.app.last.header("x-api-key") == "e2e-secret-value"
         skipped = {s.name for s in cm.catalog.skipped}
-        assert {"bearer", "basic", "mtls"} <= skipped
+        assert "mtls" in skipped and "bearer" not in skipped
+        denied = await cm.run("return await tools.sec.bearer({});")
+        assert denied.diagnostic is not None and denied.diagnostic.code == "TOOL_ERROR"
+        assert "needs auth.bearer" in denied.diagnostic.message
         assert "e2e-secret-value" not in repr(cm.health) + "".join(cm.generate().values())

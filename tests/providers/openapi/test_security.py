@@ -8,7 +8,7 @@ from urllib.parse import quote
 
 import pytest
 
-from codemodekit.errors import SourceUnavailable, ToolError
+from codemodekit.errors import ToolError
 from codemodekit.providers.base import Discovery
 from codemodekit.providers.openapi import OpenApiToolProvider
 from tests.providers.openapi.conftest import context, make_provider, started
@@ -67,38 +67,89 @@ async def test_first_satisfiable_alternative_or_anonymous(server: ServerThread) 
         await provider.aclose()
 
 
-async def test_fail_closed_with_reasons(server: ServerThread) -> None:
+ALL_SUPPORTED = {
+    "headerKey",
+    "queryKey",
+    "cookieKey",
+    "bearer",
+    "oauth",
+    "basic",
+    "either",
+    "public",
+    "status",
+}
+
+
+async def test_unsupported_or_malformed_security_is_skipped_with_reasons(
+    server: ServerThread,
+) -> None:
     provider, discovery = await secured(server, auth={"api_key": "${API_KEY}"})
-    with pytest.raises(ToolError, match="no operation named 'bearer'"):
-        await provider.call_tool("bearer", {}, context())
     await provider.aclose()
     reasons = {s.name: s.reason for s in discovery.skipped}
-    assert reasons["bearer"] == (
-        "GET /bearer: security: no accepted alternative can be satisfied: "
-        "'bearerAuth' (HTTP bearer) needs auth.bearer"
-    )
-    assert "'oauth' (oauth2) needs a token in auth.bearer" in reasons["oauth"]
     assert "'mtls' (mutualTLS) is not supported" in reasons["mtls"]
     assert "'digestAuth' uses HTTP scheme 'digest'" in reasons["digest"]
     assert reasons["undeclared"].endswith("scheme 'nope' is required but not declared")
     assert "'#/components/securitySchemes/missing' does not exist" in reasons["malformed"]
-    assert {t.name for t in discovery.tools} == {
-        "headerKey",
-        "queryKey",
-        "cookieKey",
-        "either",
-        "public",
-        "status",
-    }
+    assert {t.name for t in discovery.tools} == ALL_SUPPORTED
 
 
-async def test_missing_variable_names_the_key_not_a_value(server: ServerThread) -> None:
+@pytest.mark.parametrize(
+    ("auth", "environ"),
+    [
+        ({}, {}),
+        ({"api_key": "${API_KEY}"}, {}),
+        ({"api_key": "${API_KEY}"}, {"API_KEY": KEY}),
+        (AUTH, {}),
+        (AUTH, ENV),
+        (AUTH, {"TOKEN": TOKEN}),
+    ],
+    ids=["no-auth", "configured-unset", "api-key", "all-unset", "all-set", "token-only"],
+)
+async def test_the_tool_list_never_depends_on_credentials(
+    server: ServerThread, auth: dict[str, str], environ: dict[str, str]
+) -> None:
+    provider = make_provider("secure.yaml", base_url=server.url, auth=auth, environ=environ)
+    discovery = await started(provider)
+    try:
+        assert {t.name for t in discovery.tools} == ALL_SUPPORTED
+        assert provider.health().status == "ok"
+    finally:
+        await provider.aclose()
+
+
+async def test_a_call_without_its_credentials_fails_clearly_and_sends_nothing(
+    server: ServerThread,
+) -> None:
+    provider, _ = await secured(server, auth={"api_key": "${API_KEY}"})
+    before = len(server.app.requests)
+    try:
+        with pytest.raises(ToolError) as caught:
+            await provider.call_tool("bearer", {}, context())
+        assert caught.value.message == (
+            "GET /bearer was not called: it needs credentials that are not available: "
+            "'bearerAuth' (HTTP bearer) needs auth.bearer, which the source's auth does "
+            "not configure"
+        )
+        assert len(server.app.requests) == before  # nothing was sent
+        with pytest.raises(ToolError, match=r"'oauth' \(oauth2, a token\) needs auth\.bearer"):
+            await provider.call_tool("oauth", {}, context())
+    finally:
+        await provider.aclose()
+
+
+async def test_missing_variable_names_the_variable_at_call_time(server: ServerThread) -> None:
     provider = make_provider("secure.yaml", base_url=server.url, auth={"bearer": "${NOPE}"})
-    with pytest.raises(
-        SourceUnavailable, match=r"sources\.api\.auth\.bearer: environment variable NOPE"
-    ):
-        await started(provider)
-    assert provider.health().status == "unavailable"
+    await started(provider)
+    try:
+        assert provider.health().status == "ok"
+        with pytest.raises(ToolError) as caught:
+            await provider.call_tool("bearer", {}, context())
+        assert "sources.api.auth.bearer: environment variable NOPE is not set" in (
+            caught.value.message
+        )
+        await provider.call_tool("public", {}, context())  # what needs nothing still works
+    finally:
+        await provider.aclose()
 
 
 async def test_credentials_never_leak(

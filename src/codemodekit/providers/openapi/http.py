@@ -28,7 +28,7 @@ from codemodekit.providers.base import CallContext, ResultTooLarge, ToolOutput
 from codemodekit.providers.openapi.bodies import encode_body
 from codemodekit.providers.openapi.operations import OperationPlan, origin_of
 from codemodekit.providers.openapi.parameters import Wire, serialize
-from codemodekit.providers.openapi.security import Credentials
+from codemodekit.providers.openapi.security import Credentials, MissingCredentials
 
 MAX_REDIRECTS = 3
 MAX_EXCERPT = 500
@@ -128,7 +128,13 @@ def build_request(
         if param.key not in arguments or arguments[param.key] is None:
             continue
         serialize(param, arguments[param.key], wire)
-    credentials.apply(plan.security, wire)
+    try:
+        credentials.apply(plan.security, wire)
+    except MissingCredentials as exc:
+        raise ToolError(
+            f"{plan.method} {plan.path} was not called: it needs credentials that are not "
+            f"available: {exc}"
+        ) from None
     path = _expand_path(plan, wire.path_values)
     url = (plan.server or base_url) + path
     if wire.query:

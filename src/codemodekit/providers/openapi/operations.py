@@ -203,7 +203,6 @@ def build(
     source: str,
     base_url: str,
     base_url_overridden: bool,
-    auth_keys: frozenset[str],
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
 ) -> Built:
@@ -228,7 +227,6 @@ def build(
                 name,
                 base_url,
                 base_url_overridden,
-                auth_keys,
             )
         except (Unsupported, UnresolvedRef) as exc:
             skipped.append(SkippedTool(name, f"{label}: {exc.reason}"))
@@ -284,10 +282,9 @@ def _build_one(
     name: str,
     base_url: str,
     overridden: bool,
-    auth_keys: frozenset[str],
 ) -> tuple[OperationPlan, ToolSpec]:
     converter, responses = converters
-    security = plan_security(document, op.operation, auth_keys)
+    security = plan_security(document, op.operation)
     hidden = shadowed(security)
     raws = params.collect(
         document, op.item.get("parameters"), op.operation.get("parameters"), op.base, op.method

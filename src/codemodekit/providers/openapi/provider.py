@@ -25,7 +25,7 @@ from codemodekit.providers.base import (
 from codemodekit.providers.openapi import http
 from codemodekit.providers.openapi.document import OpenApiDocument, load_document
 from codemodekit.providers.openapi.operations import OperationPlan, build, source_base_url
-from codemodekit.providers.openapi.security import AUTH_KEYS, Credentials, configured_keys
+from codemodekit.providers.openapi.security import AUTH_KEYS, Credentials
 from codemodekit.spec.model import OpenApiSource
 
 log = logging.getLogger("codemodekit.providers.openapi")
@@ -103,16 +103,20 @@ class OpenApiToolProvider:
         config = self._config
         document = load_document(config.document)
         base_url = source_base_url(document, config.base_url, config.name)
-        try:
-            values = {key: template.resolve(self._environ) for key, template in config.auth.items()}
-        except SecretUnavailable as exc:
-            raise SourceUnavailable(str(exc)) from None
+        # A ${VAR} that is not set fails the calls that need it, never the listing: the tool
+        # list must not depend on which credentials this machine has (ADR 0018).
+        values: dict[str, str] = {}
+        unset: dict[str, str] = {}
+        for key, template in config.auth.items():
+            try:
+                values[key] = template.resolve(self._environ)
+            except SecretUnavailable as exc:
+                unset[key] = str(exc)
         built = build(
             document,
             source=config.name,
             base_url=base_url,
             base_url_overridden=config.base_url is not None,
-            auth_keys=configured_keys(config.auth),
             include=config.include,
             exclude=config.exclude,
         )
@@ -125,7 +129,7 @@ class OpenApiToolProvider:
         self._document = document
         self._base_url = base_url
         self._plans = built.plans
-        self._credentials = Credentials(values)
+        self._credentials = Credentials(values, unset)
         http.unwatch_logs(self._scrub)
         self._scrub = http.Scrubber(self._credentials.secrets())
         http.watch_logs(self._scrub)
