@@ -85,11 +85,23 @@ def build(args: argparse.Namespace) -> TestServer:
     server.page_size = args.page_size
     server.invalid_schema = args.fault == "invalid-schema"
     server.fault = args.fault
+    # A later "release" of this server (lock drift tests): one tool added, one removed, one
+    # changed. Read from the environment so the spec's command and args stay the same.
+    v2 = os.environ.get("CODEMODE_TEST_SERVER_VARIANT") == "v2"
 
-    @server.tool(annotations=types.ToolAnnotations(read_only_hint=True, title="Echo"))
+    @server.tool(
+        annotations=types.ToolAnnotations(read_only_hint=True, title="Echo"),
+        description="Return the text unchanged, trimmed." if v2 else "Return the text unchanged.",
+    )
     def echo(text: str) -> str:
-        """Return the text unchanged."""
         return text
+
+    if v2:
+
+        @server.tool()
+        def ping() -> str:
+            """Answer pong."""
+            return "pong"
 
     @server.tool(structured_output=True)
     def add(a: int, b: int) -> Sum:
@@ -160,6 +172,9 @@ def build(args: argparse.Namespace) -> TestServer:
     def pid() -> int:
         """This server's process id."""
         return os.getpid()
+
+    if v2:
+        server.remove_tool("pid")
 
     @server.tool()
     def cwd() -> str:

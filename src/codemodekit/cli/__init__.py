@@ -35,6 +35,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "codemodekit.cli.cmd_generate",
         "write tools.d.ts, per-source declarations, catalog.json (and a skills plugin)",
     ),
+    "lock": (
+        "codemodekit.cli.cmd_lock",
+        "record every source's tools in codemode.lock.json (for offline generate)",
+    ),
     "serve": ("codemodekit.cli.cmd_serve", "serve run_typescript and search_tools over MCP"),
     "schema": ("codemodekit.cli.cmd_schema", "print the JSON Schema of codemode.toml"),
 }

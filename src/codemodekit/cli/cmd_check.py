@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Any, TextIO
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import urlsplit
 
 from codemodekit.cli.common import add_config_argument, config_path, quiet_library_logs
@@ -27,6 +28,9 @@ from codemodekit.spec.model import (
     SourceSpec,
     Spec,
 )
+
+if TYPE_CHECKING:
+    from codemodekit.catalog import Catalog
 
 
 def register(sub: Any) -> None:
@@ -164,6 +168,7 @@ async def _connect(spec: Spec, shown_path: str, out: TextIO) -> int:
     if len(up) == len(health):  # with a source down, "matches nothing" may be premature
         for issue in locate(spec, unmatched_rules(spec, addresses)):
             print("warning: " + issue.render(shown_path), file=sys.stderr)
+    _report_lock_drift(spec, Path(shown_path), catalog, up)
     total = len(catalog.available_tools)
     print(f"{total} callable tool{'s' if total != 1 else ''}, catalog {catalog.revision}", file=out)
     unavailable = [h.source for h in health if h.status == HealthStatus.UNAVAILABLE]
@@ -171,6 +176,31 @@ async def _connect(spec: Spec, shown_path: str, out: TextIO) -> int:
         print(f"unavailable: {', '.join(unavailable)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _report_lock_drift(spec: Spec, config: Path, live: Catalog, up: set[str]) -> None:
+    """One warning per live source whose tools differ from ``codemode.lock.json``."""
+    from codemodekit.lock import LockError, drift, lock_path, locked_catalog, read_lock, stale
+
+    path = lock_path(config)
+    try:
+        locked = read_lock(path)
+    except LockError as exc:
+        print(f"warning: {exc}", file=sys.stderr)
+        return
+    if locked is None:
+        return
+    names = [n for n in spec.sources if n in up]
+    reasons = stale(spec, locked, names)
+    for name, why in reasons.items():
+        print(f"warning: {name} is {why} ({path.name}); run `codemode lock`", file=sys.stderr)
+    compared = [n for n in names if n not in reasons]
+    for found in drift(locked_catalog(locked, compared), live, compared):
+        print(
+            f"warning: {found.source} differs from {path.name}: {found.summary}; "
+            "run `codemode lock` and `codemode generate`",
+            file=sys.stderr,
+        )
 
 
 def print_health(health: tuple[SourceHealth, ...], out: TextIO) -> None:

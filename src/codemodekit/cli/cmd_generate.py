@@ -5,20 +5,27 @@
 The artifacts go to ``--out`` (default: ``codemode/`` beside the config file) and, with
 ``--plugin``, an Agent Plugin to that folder. ``--check`` writes nothing: it prints a
 unified diff of any drift and exits 1, which is what CI runs. An unchanged catalog
-touches no file. A source that cannot be reached aborts the run (exit 2) instead of
-silently dropping its tools from the lock, unless ``--allow-unavailable`` is given.
+touches no file.
+
+MCP sources are read from ``codemode.lock.json`` beside the config, so neither a server nor
+a secret is needed (CI runs ``generate --check`` offline); OpenAPI documents and Python
+modules are read directly. Without a lock, or for a source whose entry is stale,
+``generate`` connects to it and writes the lock (``--check`` reports it instead);
+``--update-lock`` (or ``codemode lock``) refreshes every source from the live servers. A
+source that cannot be reached aborts the run (exit 2) instead of silently dropping its
+tools, unless ``--allow-unavailable`` is given.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
 from typing import Any
 
 from codemodekit.catalog import Catalog
 from codemodekit.cli.common import add_config_argument, config_path
+from codemodekit.cli.locking import Resolved, resolve_catalog, write_text_atomic
 from codemodekit.codegen import (
     LOCK_FILE,
     METADATA_FILE,
@@ -32,7 +39,7 @@ from codemodekit.codegen import (
     skill_dir,
 )
 from codemodekit.errors import CodeModeError
-from codemodekit.providers.base import HealthStatus
+from codemodekit.lock import LockError, lock_path
 from codemodekit.spec.model import Spec
 
 DEFAULT_OUT = "codemode"
@@ -66,23 +73,16 @@ def register(sub: Any) -> None:
         "--check", action="store_true", help="write nothing; print drift and exit 1 if any"
     )
     parser.add_argument(
+        "--update-lock",
+        action="store_true",
+        help="refresh codemode.lock.json from the live sources first (like `codemode lock`)",
+    )
+    parser.add_argument(
         "--allow-unavailable",
         action="store_true",
         help="generate even if a source cannot be reached (its tools drop out)",
     )
     parser.set_defaults(func=_run)
-
-
-async def _catalog(spec: Spec) -> tuple[Catalog, list[str]]:
-    from codemodekit.run import CodeMode
-
-    async with CodeMode.from_spec(spec) as cm:
-        down = [
-            f"{h.source}: {h.message or h.status}"
-            for h in cm.health
-            if h.status in (HealthStatus.UNAVAILABLE, HealthStatus.CLOSED)
-        ]
-        return cm.catalog, down
 
 
 def _plans(args: argparse.Namespace, spec: Spec, catalog: Catalog) -> list[WritePlan]:
@@ -111,45 +111,40 @@ def _run(args: argparse.Namespace) -> int:
 
     try:
         spec = load_spec(config_path(args))
+        resolved = resolve_catalog(
+            spec,
+            lock_path(config_path(args)),
+            update=args.update_lock,
+            offline=args.check,
+            allow_unavailable=args.allow_unavailable,
+        )
     except CodeModeError as exc:
-        print(str(exc), file=sys.stderr)
+        print(
+            f"codemode generate: {exc}" if isinstance(exc, LockError) else str(exc), file=sys.stderr
+        )
         return 2
-    try:
-        catalog, down = asyncio.run(_catalog(spec))
-    except CodeModeError as exc:
-        print(f"codemode generate: {exc}", file=sys.stderr)
-        return 2
-    if down and not args.allow_unavailable:
+    if resolved.down:
         print(
             "codemode generate: not generating from an incomplete catalog; unavailable "
             "source(s):\n  "
-            + "\n  ".join(down)
+            + "\n  ".join(f"{name}: {why}" for name, why in resolved.down.items())
             + "\n(fix them, or pass --allow-unavailable to drop their tools)",
             file=sys.stderr,
         )
         return 2
+    catalog = resolved.catalog
     try:
         plans = _plans(args, spec, catalog)
     except ArtifactConflict as exc:
         print(f"codemode generate: {exc}", file=sys.stderr)
         return 2
     if args.check:
-        drift = [p for p in plans if p.changed]
-        for plan in drift:
-            sys.stdout.write(plan.diff())
-        if drift:
-            print(
-                f"codemode generate --check: generated files are out of date "
-                f"({sum(len(p.writes) + len(p.deletes) for p in drift)} file(s)); "
-                f"run `codemode generate -c {args.config}`"
-                + (f" --plugin {args.plugin}" if args.plugin is not None else ""),
-                file=sys.stderr,
-            )
-            return 1
+        return _check(args, plans, resolved)
+    if resolved.lock_drift:
+        write_text_atomic(resolved.lock_file, resolved.lock_text)
         print(
-            f"codemode generate --check: up to date (catalog {catalog.revision})", file=sys.stderr
+            f"{resolved.lock_file}: updated ({len(resolved.lock_drift)} change(s))", file=sys.stderr
         )
-        return 0
     for plan in plans:
         try:
             apply(plan)
@@ -168,4 +163,34 @@ def _run(args: argparse.Namespace) -> int:
             f"{len(plan.unchanged)} unchanged (catalog {catalog.revision})",
             file=sys.stderr,
         )
+    return 0
+
+
+def _check(args: argparse.Namespace, plans: list[WritePlan], resolved: Resolved) -> int:
+    """``--check``: print every drift (files as a diff, the lock as a summary); exit 1 if any."""
+    drift = [p for p in plans if p.changed]
+    for plan in drift:
+        sys.stdout.write(plan.diff())
+    fix = f"codemode generate -c {args.config}" + (
+        f" --plugin {args.plugin}" if args.plugin is not None else ""
+    )
+    if drift:
+        print(
+            f"codemode generate --check: generated files are out of date "
+            f"({sum(len(p.writes) + len(p.deletes) for p in drift)} file(s)); run `{fix}`",
+            file=sys.stderr,
+        )
+    if resolved.lock_drift:
+        print(
+            f"codemode generate --check: {resolved.lock_file} is out of date:\n  "
+            + "\n  ".join(resolved.lock_drift)
+            + f"\nrun `{fix}` (or `codemode lock` to refresh every source) and commit it",
+            file=sys.stderr,
+        )
+    if drift or resolved.lock_drift:
+        return 1
+    print(
+        f"codemode generate --check: up to date (catalog {resolved.catalog.revision})",
+        file=sys.stderr,
+    )
     return 0

@@ -52,11 +52,17 @@ def check_environment(spec: Spec, environ: Mapping[str, str] | None = None) -> S
             for key, template in values.items():
                 missing = [v for v in template.variables if v not in env]
                 if missing:
+                    # An OpenAPI source still lists its tools; only calls needing it fail.
+                    effect = (
+                        "calls that need this credential fail until it is"
+                        if table == "auth"
+                        else "this source cannot connect until it is"
+                    )
                     warnings.append(
                         (
                             (*base, table, key),
-                            f"environment variable {missing[0]} is not set; this source "
-                            f"cannot connect until it is (export {missing[0]}=...)",
+                            f"environment variable {missing[0]} is not set; {effect} "
+                            f"(export {missing[0]}=...)",
                         )
                     )
     warnings.extend(_policy_warnings(spec))
