@@ -113,7 +113,7 @@ def test_drift_of_a_live_source_is_reported(
 ) -> None:
     assert cli(capsys, "lock")[0] == 0
     monkeypatch.setenv("LOCK_TEST_VARIANT", "v2")  # the server's next release
-    code, out, err = cli(capsys, "check")
+    code, _, err = cli(capsys, "check")
     assert code == 0, err
     assert (
         "warning: up differs from codemode.lock.json: 1 added (ping); 1 removed (pid); "
