@@ -24,6 +24,7 @@ import tree_sitter as ts
 from codemodekit.compiler_erase import plan_erasure, render
 from codemodekit.compiler_location import LINE_BREAK, user_location
 from codemodekit.compiler_query import LANGUAGE
+from codemodekit.compiler_sources import referenced_sources
 from codemodekit.compiler_syntax import first_syntax_error
 from codemodekit.errors import CompileFailure, Diagnostic, ErrorCode, Location
 from codemodekit.sandbox.base import CompiledProgram
@@ -79,6 +80,19 @@ class CodeCompiler:
                     "simplify deeply nested or unbalanced code",
                 )
             ) from None
+
+    def referenced_sources(self, source: str) -> frozenset[str] | None:
+        """The sources ``source`` reaches as ``tools.<name>`` / ``tools["<name>"]``, or
+        ``None`` when it reaches ``tools`` any other way (then every source may be needed).
+        Code that does not parse also gives ``None``: its compile error comes from ``compile``.
+        """
+        try:
+            root = self._parse(source.encode("utf-8", "surrogatepass"))
+        except CompileFailure:
+            return None
+        if root.has_error:
+            return None
+        return referenced_sources(root)
 
     def compile(self, source: str, *, max_source_bytes: int) -> CompiledProgram:
         try:

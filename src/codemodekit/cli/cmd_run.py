@@ -1,4 +1,10 @@
-"""``codemode run script.ts``: run a TypeScript file against the configured sources."""
+"""``codemode run script.ts``: run a TypeScript file against the configured sources.
+
+Only the sources the script names (``tools.<source>`` / ``tools["<source>"]``, found
+statically by the compiler) are started; any other use of ``tools`` starts them all.
+Progress streams to stderr while the run goes; logs follow, then the result on stdout and
+one timing line on stderr (the same figures are in ``--json``).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ import argparse
 import asyncio
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +23,6 @@ from codemodekit.cli.common import (
     quiet_library_logs,
     warn_unhealthy,
 )
-from codemodekit.render import render_diagnostic
-from codemodekit.run import CodeMode, RunResult
-from codemodekit.sandbox.quickjs import QuickJsSandbox
 
 
 def register(sub: Any) -> None:
@@ -26,45 +30,109 @@ def register(sub: Any) -> None:
         "run",
         help="run a TypeScript file in the sandbox",
         description="Run SCRIPT (the body of an async function; `return` gives the result). "
+        "Only the sources the script names are started. "
         "Exit codes: 0 success, 1 the run failed, 2 usage or spec error.",
     )
     parser.add_argument("script", help="TypeScript file to run, or - for standard input")
     add_config_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the whole RunResult as JSON")
+    parser.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress and no timing line on stderr"
+    )
     parser.set_defaults(func=_run)
 
 
-def _run(args: argparse.Namespace) -> int:
+def read_script(name: str) -> tuple[str, str]:
+    """``(code, filename)``; a file that is missing or not UTF-8 is one clear line."""
+    if name == "-":
+        data, filename = sys.stdin.buffer.read(), "<stdin>"
+    else:
+        path = Path(name)
+        if not path.is_file():
+            raise CliExit(2, f"codemode run: {path} is not a file")
+        try:
+            data, filename = path.read_bytes(), str(path)
+        except OSError as exc:
+            raise CliExit(2, f"codemode run: cannot read {path}: {exc.strerror}") from None
     try:
-        if args.script == "-":
-            code, filename = sys.stdin.read(), "<stdin>"
-        else:
-            path = Path(args.script)
-            if not path.is_file():
-                raise CliExit(2, f"codemode run: {path} is not a file")
-            code, filename = path.read_text(encoding="utf-8"), str(path)
+        return data.decode("utf-8-sig"), filename
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise CliExit(
+            2,
+            f"codemode run: {filename}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x} "
+            f"at offset {exc.start}); save the script as UTF-8",
+        ) from None
+
+
+def _run(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    try:
+        code, filename = read_script(args.script)
         spec = load_config(args)
     except CliExit as stop:
         print(stop.message, file=sys.stderr)
         return stop.code
     quiet_library_logs()
-    result = asyncio.run(_execute(spec, code))
+    result, names = asyncio.run(_execute(spec, code, quiet=args.quiet or args.json))
+    wall_ms = (time.perf_counter() - started) * 1000
     if args.json:
-        print(json.dumps(result.to_json(), indent=2, ensure_ascii=False, default=str))
+        document = result.to_json()
+        document["sources_started"] = list(names)
+        document["process_ms"] = round(wall_ms, 3)
+        print(json.dumps(document, indent=2, ensure_ascii=False, default=str))
     else:
         _print_human(result, code, filename)
+        if not args.quiet:
+            print(timing_line(result, names, len(spec.sources), wall_ms), file=sys.stderr)
     return 0 if result.ok else 1
 
 
-async def _execute(spec: Any, code: str) -> RunResult:
+def sources_to_start(spec: Any, code: str) -> list[str]:
+    """The spec's sources ``code`` can reach (all of them when that is not static)."""
+    from codemodekit.compiler import CodeCompiler
+
+    names = CodeCompiler().referenced_sources(code)
+    if names is None or not names <= set(spec.sources):
+        # Dynamic access, or a name the spec lacks: start all, so "did you mean" sees all.
+        return list(spec.sources)
+    return [name for name in spec.sources if name in names]
+
+
+async def _execute(spec: Any, code: str, *, quiet: bool) -> tuple[Any, list[str]]:
+    from codemodekit.providers.factory import build_provider
+    from codemodekit.run import CodeMode
+    from codemodekit.sandbox.quickjs import QuickJsSandbox
+
+    names = sources_to_start(spec, code)
+    providers = [build_provider(spec.sources[n], limits=spec.limits, root=spec.root) for n in names]
     # One run owns the event loop here, so slices run inline (no thread hand-off).
     sandbox = QuickJsSandbox(offload="inline", prewarm=0)
-    async with CodeMode.from_spec(spec, sandbox=sandbox) as cm:
+    async with CodeMode.from_spec(spec, sandbox=sandbox, sources=providers) as cm:
         warn_unhealthy(cm.health)
-        return await cm.run(code)
+        on_progress = None if quiet else _print_progress
+        return await cm.run(code, on_progress=on_progress), names
 
 
-def _print_human(result: RunResult, code: str, filename: str) -> None:
+def _print_progress(event: Any) -> None:
+    # The run's own start and end add nothing: the timing line closes the run.
+    if event.kind not in ("started", "finished"):
+        print(f"[progress] {event.message}", file=sys.stderr, flush=True)
+
+
+def timing_line(result: Any, names: list[str], total_sources: int, wall_ms: float) -> str:
+    calls = result.tool_calls
+    return (
+        f"codemode run: compile {result.compile_ms:.1f} ms, run {result.compute_ms:.1f} ms, "
+        f"tools {result.tool_ms:.1f} ms ({calls} call{'s' if calls != 1 else ''}), "
+        f"{len(names)} of {total_sources} source{'s' if total_sources != 1 else ''} started, "
+        f"{wall_ms:.0f} ms in all"
+    )
+
+
+def _print_human(result: Any, code: str, filename: str) -> None:
+    from codemodekit.render import render_diagnostic
+
     for entry in result.logs:
         print(f"[{entry.level}] {entry.message}", file=sys.stderr)
     if result.ok:
