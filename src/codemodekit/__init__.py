@@ -38,6 +38,7 @@ _LAZY: dict[str, str] = {
     "TracingObserver": "codemodekit.observe.tracing",
     "PolicyDecision": "codemodekit.policy",
     "ToolCallRequest": "codemodekit.policy",
+    "ToolContext": "codemodekit.providers.local",
     "allow_all_tool_calls": "codemodekit.policy",
     "deny_all_tool_calls": "codemodekit.policy",
     "rules_policy": "codemodekit.policy",
@@ -85,7 +86,7 @@ if TYPE_CHECKING:
         rules_policy,
     )
     from codemodekit.providers.base import SourceHealth, ToolProvider
-    from codemodekit.providers.local import define_tool, local
+    from codemodekit.providers.local import ToolContext, define_tool, local
     from codemodekit.run import CodeMode, ProgressEvent, RunResult
     from codemodekit.sandbox.base import CodeSandbox, LogEntry, RuntimeStats
     from codemodekit.sandbox.quickjs import QuickJsSandbox
@@ -136,6 +137,7 @@ __all__ = [
     "SpecError",
     "ToolCallEvent",
     "ToolCallRequest",
+    "ToolContext",
     "ToolDefinition",
     "ToolError",
     "ToolProvider",

@@ -88,6 +88,7 @@ class ToolBridge:
         on_event: ToolEvent | None = None,
         observer: RunObserver | None = None,
         caller: str | None = None,
+        context: Any = None,
     ) -> None:
         self._catalog = catalog
         self._live = live_catalog
@@ -98,6 +99,7 @@ class ToolBridge:
         self._on_event = on_event
         self._observer = observer
         self._caller = caller
+        self._context = context  # trusted: policy and providers only, never the sandbox
         self._slots = asyncio.Semaphore(limits.max_concurrent_tool_calls)
         self._timeout_s = limits.tool_call_time_ms / 1000
         self.calls_started = 0
@@ -306,6 +308,7 @@ class ToolBridge:
             arguments=arguments,
             annotations=definition.annotations,
             execution_id=self._execution_id,
+            context=self._context,
         )
         verdict = await decide(self._policy, request, timeout_s=self._timeout_s)
         if record is not None:
@@ -329,6 +332,7 @@ class ToolBridge:
             report_progress=lambda message: self._emit(
                 "tool_progress", address, bounded(message, 200)
             ),
+            run_context=self._context,
         )
         outcome = "failed"
         try:

@@ -39,6 +39,8 @@ class ToolCallRequest:
     """Already validated against the tool's input schema."""
     annotations: Mapping[str, Any]
     execution_id: str = ""
+    context: Any = None
+    """The host's trusted per-run context (``CodeMode.run(code, context=...)``), if any."""
 
     @property
     def key(self) -> str:

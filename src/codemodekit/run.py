@@ -482,6 +482,7 @@ class CodeMode:
         on_progress: ProgressCallback | None = None,
         cancel: asyncio.Event | None = None,
         caller: str | None = None,
+        context: Any = None,
     ) -> RunResult:
         """Run ``code`` (the body of an async function) and return its outcome.
 
@@ -493,18 +494,24 @@ class CodeMode:
 
         ``caller`` names who asked (an authenticated client id) for observers such as the
         audit trail; it changes nothing else.
+
+        ``context`` is the host's trusted per-run context (user identity, tenant, request
+        id: any object). The policy sees it as ``ToolCallRequest.context``, local tools as
+        ``ToolContext.context``; model code never sees it.
         """
         if self._state != "started":
             raise RuntimeError("CodeMode is not started: use `async with CodeMode(...)` first")
         execution_id = uuid.uuid4().hex
         observer = self._observer
         if observer is None:
-            return await self._run(code, execution_id, on_progress, cancel, None, None)
+            return await self._run(code, execution_id, on_progress, cancel, None, None, context)
         start = RunStart(execution_id, self._catalog.revision, time.time(), code, caller)
         observer.on_run_start(start)
         result: RunResult | None = None
         try:
-            result = await self._run(code, execution_id, on_progress, cancel, observer, caller)
+            result = await self._run(
+                code, execution_id, on_progress, cancel, observer, caller, context
+            )
             return result
         finally:
             observer.on_run_end(start, result)
@@ -517,6 +524,7 @@ class CodeMode:
         cancel: asyncio.Event | None,
         observer: RunObserver | None,
         caller: str | None,
+        context: Any = None,
     ) -> RunResult:
         started = time.perf_counter()
         progress = _Progress(execution_id, on_progress, self.limits.progress_events)
@@ -534,6 +542,7 @@ class CodeMode:
             on_event=lambda kind, tool, message: progress.emit(kind, message, tool),  # type: ignore[arg-type]
             observer=observer,
             caller=caller,
+            context=context,
         )
         revision = pinned.revision
 

@@ -120,6 +120,9 @@ class CallContext:
     """Stop reading a reply larger than this and raise ``ResultTooLarge``."""
     report_progress: ProgressCallback = field(default=lambda _message: None)
     """Sanitized, short upstream progress text; the bridge bounds count and rate."""
+    run_context: Any = None
+    """The host's trusted per-run context (``CodeMode.run(code, context=...)``): user
+    identity, tenant, request id. Never shown to model code; ``None`` when not given."""
 
 
 class ResultTooLarge(Exception):

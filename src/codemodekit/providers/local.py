@@ -13,6 +13,7 @@ import functools
 import importlib
 import inspect
 import sys
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -49,6 +50,9 @@ class LocalTool:
     annotations: Mapping[str, Any] = field(default_factory=dict)
     name: str | None = None
     input_model: type[BaseModel] | None = None
+    context_style: str = ""
+    """How ``execute`` takes a ``ToolContext``: ``"positional"`` (a second parameter),
+    ``"keyword"`` (a keyword-only ``context``) or ``""`` (it does not)."""
 
     def spec(self, name: str) -> ToolSpec:
         return ToolSpec(
@@ -59,6 +63,71 @@ class LocalTool:
             annotations=self.annotations,
             provenance={"kind": "python", "function": _qualname(self.execute)},
         )
+
+
+class ToolContext:
+    """The second parameter of a local tool that asks for one (``execute(args, context)``).
+
+    Trusted host data only: model-written code never sees any of it.
+    """
+
+    __slots__ = ("_cancelled", "_loop", "_report", "call_id", "context", "execution_id")
+
+    def __init__(
+        self,
+        *,
+        context: Any,
+        execution_id: str,
+        call_id: int,
+        report_progress: Callable[[str], None],
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        self.context = context
+        """What the host passed to ``CodeMode.run(code, context=...)`` (``None`` if nothing)."""
+        self.execution_id = execution_id
+        self.call_id = call_id
+        self._report = report_progress
+        self._loop = loop
+        self._cancelled = threading.Event()
+
+    def report_progress(self, message: str) -> None:
+        """Short progress text for the run's progress events (bounded in count and rate).
+        Safe to call from a sync tool's worker thread."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            self._report(str(message))
+        elif not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._report, str(message))
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the call was cancelled (the run stopped, or ``tool_call_time_ms``
+        passed). An async tool is cancelled by ``CancelledError`` as well; a sync tool,
+        which cannot be interrupted, should check this and return early."""
+        return self._cancelled.is_set()
+
+    def wait_cancelled(self, timeout: float | None = None) -> bool:
+        """Block (a sync tool's thread) until the call is cancelled or ``timeout`` passes."""
+        return self._cancelled.wait(timeout)
+
+    def _cancel(self) -> None:
+        self._cancelled.set()
+
+
+def _context_style(fn: Callable[..., Any]) -> str:
+    """Whether ``fn`` takes a ``ToolContext``: a keyword-only ``context`` parameter, or a
+    second positional parameter."""
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return ""
+    if any(p.name == "context" and p.kind is p.KEYWORD_ONLY for p in parameters):
+        return "keyword"
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return "positional" if len(positional) >= 2 else ""
 
 
 def _qualname(fn: Callable[..., Any]) -> str:
@@ -85,7 +154,9 @@ def define_tool(
     ``execute(args)`` receives the validated arguments: a dict, or an instance of
     ``input_model`` when one is given (its JSON Schema becomes the input schema). It may be
     sync or async and returns JSON data (or a pydantic model). Raise ``ToolError`` to refuse
-    with a model-visible message.
+    with a model-visible message. ``execute(args, context)`` (a second parameter, or a
+    keyword-only ``context``) also receives a ``ToolContext``: the host's per-run context,
+    progress reporting and cancellation.
     """
     if not callable(execute):
         raise TypeError("define_tool: execute must be callable")
@@ -110,6 +181,7 @@ def define_tool(
         annotations=dict(annotations or {}),
         name=name,
         input_model=input_model,
+        context_style=_context_style(execute),
     )
 
 
@@ -171,14 +243,32 @@ class LocalToolProvider:
                 args = tool.input_model.model_validate(arguments)
             except ValidationError as exc:
                 raise self._input_invalid(name, exc) from None
-        if _is_async(tool.execute):
-            result = await tool.execute(args)
-        else:
-            loop = asyncio.get_running_loop()
-            call = functools.partial(contextvars.copy_context().run, tool.execute, args)
-            result = await loop.run_in_executor(self._threads(), call)
-            if inspect.isawaitable(result):
-                result = await result
+        loop = asyncio.get_running_loop()
+        execute: Callable[..., Any] = tool.execute
+        tool_context: ToolContext | None = None
+        if tool.context_style:
+            tool_context = ToolContext(
+                context=context.run_context,
+                execution_id=context.execution_id,
+                call_id=context.call_id,
+                report_progress=context.report_progress,
+                loop=loop,
+            )
+            if tool.context_style == "keyword":
+                execute = functools.partial(tool.execute, context=tool_context)  # type: ignore[call-arg]
+        extra = (tool_context,) if tool.context_style == "positional" else ()
+        try:
+            if _is_async(tool.execute):
+                result = await execute(args, *extra)
+            else:
+                call = functools.partial(contextvars.copy_context().run, execute, args, *extra)
+                result = await loop.run_in_executor(self._threads(), call)
+                if inspect.isawaitable(result):
+                    result = await result
+        except asyncio.CancelledError:
+            if tool_context is not None:
+                tool_context._cancel()
+            raise
         value = _to_json_value(result)
         return ToolOutput(structured_content=value)
 
@@ -311,6 +401,7 @@ __all__ = [
     "LocalTool",
     "LocalToolProvider",
     "PythonModuleProvider",
+    "ToolContext",
     "define_tool",
     "local",
     "tools_of_module",
