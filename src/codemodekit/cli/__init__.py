@@ -30,6 +30,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "validate codemode.toml, then connect every source and report its health",
     ),
     "run": ("codemodekit.cli.cmd_run", "run a TypeScript file in the sandbox"),
+    "typecheck": (
+        "codemodekit.cli.cmd_typecheck",
+        "type-check a script against the tools' declarations with tsc",
+    ),
     "search": ("codemodekit.cli.cmd_search", "search the configured tools"),
     "generate": (
         "codemodekit.cli.cmd_generate",

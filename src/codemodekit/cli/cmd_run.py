@@ -37,6 +37,12 @@ def register(sub: Any) -> None:
     add_config_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the whole RunResult as JSON")
     parser.add_argument(
+        "--typecheck",
+        action="store_true",
+        help="type-check the script with tsc first (see `codemode typecheck`); "
+        "type errors stop the run",
+    )
+    parser.add_argument(
         "-q", "--quiet", action="store_true", help="no progress and no timing line on stderr"
     )
     parser.set_defaults(func=_run)
@@ -70,6 +76,12 @@ def _run(args: argparse.Namespace) -> int:
     try:
         code, filename = read_script(args.script)
         spec = load_config(args)
+        if args.typecheck:
+            from codemodekit.cli.cmd_typecheck import typecheck_or_exit
+            from codemodekit.cli.common import config_path
+
+            if typecheck_or_exit(spec, config_path(args), code, filename, quiet_ok=True):
+                return 1
     except CliExit as stop:
         print(stop.message, file=sys.stderr)
         return stop.code
