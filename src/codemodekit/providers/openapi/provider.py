@@ -104,7 +104,7 @@ class OpenApiToolProvider:
         document = load_document(config.document)
         base_url = source_base_url(document, config.base_url, config.name)
         # A ${VAR} that is not set fails the calls that need it, never the listing: the tool
-        # list must not depend on which credentials this machine has (ADR 0018).
+        # list must not depend on which credentials this machine has (ADR 0021).
         values: dict[str, str] = {}
         unset: dict[str, str] = {}
         for key, template in config.auth.items():

@@ -8,7 +8,7 @@ schemes: ``apiKey`` in header/query/cookie (``auth.api_key``), ``http`` bearer
 a scheme that is not declared, or requirements none of whose alternatives is supported
 (only mutualTLS, say) skip the operation.
 
-Which credentials are configured or set never changes the tool list (ADR 0018): the plan
+Which credentials are configured or set never changes the tool list (ADR 0021): the plan
 keeps every supported alternative, and each call uses the first one, in document order,
 whose credentials are all available; ``{}`` (anonymous) always is. When none is, the call
 fails with a ``ToolError`` that names what is missing, and nothing is sent.
