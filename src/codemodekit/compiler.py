@@ -29,7 +29,14 @@ from codemodekit.compiler_syntax import first_syntax_error
 from codemodekit.errors import CompileFailure, Diagnostic, ErrorCode, Location
 from codemodekit.sandbox.base import CompiledProgram
 
-__all__ = ["WRAPPER_HEAD", "WRAPPER_TAIL", "CodeCompiler", "location_at", "user_location"]
+__all__ = [
+    "WRAPPER_HEAD",
+    "WRAPPER_TAIL",
+    "CodeCompiler",
+    "check_source_size",
+    "location_at",
+    "user_location",
+]
 
 WRAPPER_HEAD = "(async () => {\n"
 # The tail starts on its own line so a trailing `// comment` cannot swallow it.
@@ -130,6 +137,11 @@ class CodeCompiler:
             )
         body = render(data, plan)
         return CompiledProgram(WRAPPER_HEAD + body + WRAPPER_TAIL, LINE_OFFSET, source)
+
+
+def check_source_size(source: str, max_source_bytes: int) -> None:
+    """Raise ``SOURCE_TOO_LARGE`` before a source is parsed or sent anywhere."""
+    _check_size(source.encode("utf-8", "surrogatepass"), max_source_bytes)
 
 
 def _check_size(data: bytes, max_source_bytes: int) -> None:

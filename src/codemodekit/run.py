@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from codemodekit.bridge import ToolBridge
 from codemodekit.catalog import Catalog
-from codemodekit.compiler import CodeCompiler
+from codemodekit.compiler import CodeCompiler, check_source_size
 from codemodekit.errors import (
     CompileFailure,
     Diagnostic,
@@ -37,12 +37,14 @@ from codemodekit.providers.base import (
     SourceHealth,
     ToolProvider,
 )
+from codemodekit.runtime import DEFAULT_RUNTIME, RuntimeOptions
 from codemodekit.sandbox.base import (
     CodeSandbox,
     CompiledProgram,
     LogEntry,
     RuntimeStats,
     SandboxOutcome,
+    SourceSandbox,
 )
 
 if TYPE_CHECKING:
@@ -258,10 +260,14 @@ async def _until_cancelled(
     return task.result()
 
 
-def _default_sandbox() -> CodeSandbox:
-    from codemodekit.sandbox.quickjs import QuickJsSandbox
+def _sandbox_for(runtime: RuntimeOptions) -> CodeSandbox:
+    if runtime.mode == "inline":
+        from codemodekit.sandbox.quickjs import QuickJsSandbox
 
-    return QuickJsSandbox()
+        return QuickJsSandbox()
+    from codemodekit.sandbox.process import ProcessSandbox
+
+    return ProcessSandbox(runtime)
 
 
 class CodeMode:
@@ -283,6 +289,7 @@ class CodeMode:
         spec: Spec | None = None,
         start_grace_s: float | None = None,
         observers: Sequence[RunObserver] = (),
+        runtime: RuntimeOptions | None = None,
     ) -> None:
         if policy is None or not callable(policy):
             raise TypeError(
@@ -298,7 +305,8 @@ class CodeMode:
         self.policy = policy
         self.spec = spec
         self._providers: dict[str, ToolProvider] = {p.name: p for p in sources}
-        self._sandbox = sandbox
+        self.runtime = runtime or DEFAULT_RUNTIME
+        self._sandbox = sandbox if sandbox is not None else _sandbox_for(self.runtime)
         self._compiler = compiler or CodeCompiler()
         self._catalog = Catalog((), sources=names)
         self._start_errors: dict[str, str] = {}
@@ -319,6 +327,7 @@ class CodeMode:
         kwargs: dict[str, Any] = {
             "policy": rules_policy(spec.policy),
             "limits": spec.limits,
+            "runtime": spec.runtime,
             "name": spec.name,
             "spec": spec,
         }
@@ -353,6 +362,9 @@ class CodeMode:
         if self._state != "new":
             raise RuntimeError(f"CodeMode is already {self._state}")
         self._state = "started"
+        warm = getattr(self._sandbox, "start", None)
+        if callable(warm):
+            warm()  # sandbox workers come up while the sources connect
         names = list(self._providers)
         tasks = {
             n: asyncio.create_task(self._start_one(n), name=f"codemode-start-{n}") for n in names
@@ -565,27 +577,33 @@ class CodeMode:
                 tool_calls=bridge.calls_started,
                 duration_ms=(time.perf_counter() - started) * 1000,
                 catalog_revision=revision,
-                compile_ms=compile_ms,
+                compile_ms=compile_ms or (outcome.compile_ms if outcome is not None else 0.0),
                 compute_ms=outcome.compute_ms if outcome is not None else 0.0,
                 tool_ms=bridge.tool_ms,
                 queue_ms=outcome.queue_ms if outcome is not None else 0.0,
             )
 
         try:
-            compiling = time.perf_counter()
-            try:
-                program = await self._compile(code)
-            except CompileFailure as failure:
-                return result(False, diagnostic=failure.diagnostic)
-            finally:
-                compile_ms = (time.perf_counter() - compiling) * 1000
-            if self._sandbox is None:
-                self._sandbox = _default_sandbox()
+            work: Awaitable[SandboxOutcome]
+            if isinstance(self._sandbox, SourceSandbox):
+                # The sandbox compiles in its worker, under the run's limits.
+                try:
+                    check_source_size(code, self.limits.source_bytes)
+                except CompileFailure as failure:
+                    return result(False, diagnostic=failure.diagnostic)
+                work = self._sandbox.run_source(code, bridge, self.limits)
+            else:
+                compiling = time.perf_counter()
+                try:
+                    program = await self._compile(code)
+                except CompileFailure as failure:
+                    return result(False, diagnostic=failure.diagnostic)
+                finally:
+                    compile_ms = (time.perf_counter() - compiling) * 1000
+                work = self._sandbox.run(program, bridge, self.limits)
             try:
                 async with asyncio.timeout(self.limits.wall_time_ms / 1000):
-                    outcome = await _until_cancelled(
-                        self._sandbox.run(program, bridge, self.limits), cancel
-                    )
+                    outcome = await _until_cancelled(work, cancel)
             except TimeoutError:
                 return result(
                     False,

@@ -57,6 +57,7 @@ async def drive(channel: EngineChannel, host: SandboxHost) -> SandboxOutcome:
     rejected: dict[int, Diagnostic] = {}
     try:
         step = await channel.start()
+        compile_ms = step.compile_ms
         while not step.done:
             for call in decode_calls(step.call_lines):
                 task: asyncio.Future[Any]
@@ -90,6 +91,7 @@ async def drive(channel: EngineChannel, host: SandboxHost) -> SandboxOutcome:
             pending.cancel()
             # Retrieve the outcome later so a late failure is never reported as lost.
             pending.add_done_callback(_consume)
+    step.compile_ms = compile_ms
     return _outcome(decode_value(step), rejected)
 
 

@@ -24,6 +24,20 @@ WORKER_STACK_BYTES = 16 * 1024 * 1024
 STACK_MARGIN_BYTES = 1024 * 1024
 """Kept free below QuickJS's stack limit for the binding and the C library."""
 
+
+def main_thread_stack_cap() -> int:
+    """The stack QuickJS may use on the main thread (inline mode, worker processes)."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_STACK)
+        if soft != resource.RLIM_INFINITY and soft > 2 * STACK_MARGIN_BYTES:
+            return int(soft) - 2 * STACK_MARGIN_BYTES
+    except (ImportError, ValueError, OSError):
+        pass
+    return 6 * 1024 * 1024
+
+
 _Job = tuple[Callable[[], Any], Future[Any]]
 
 

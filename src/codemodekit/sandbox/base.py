@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from codemodekit.errors import Diagnostic
 from codemodekit.limits import Limits
@@ -110,3 +110,13 @@ class CodeSandbox(Protocol):
         the context and re-raises.
         """
         ...
+
+
+@runtime_checkable
+class SourceSandbox(Protocol):
+    """A sandbox that also compiles: TypeScript crosses into it as source, so compiling
+    (model-controlled work) is bounded and isolated like the run itself."""
+
+    def run_source(
+        self, source: str, host: SandboxHost, limits: Limits
+    ) -> Awaitable[SandboxOutcome]: ...

@@ -21,25 +21,12 @@ from codemodekit.limits import Limits
 from codemodekit.sandbox._drive import drive
 from codemodekit.sandbox._engine import Engine, Step, prelude_source
 from codemodekit.sandbox._warm import WarmContexts
-from codemodekit.sandbox._workers import STACK_MARGIN_BYTES, JsWorkers, default_workers
+from codemodekit.sandbox._workers import JsWorkers, default_workers, main_thread_stack_cap
 from codemodekit.sandbox.base import CompiledProgram, SandboxHost, SandboxOutcome
 
 __all__ = ["QuickJsSandbox"]
 
 log = logging.getLogger("codemodekit.sandbox")
-
-
-def _inline_stack_cap() -> int:
-    """The stack QuickJS may use on the calling thread (inline mode)."""
-    try:
-        import resource
-
-        soft, _ = resource.getrlimit(resource.RLIMIT_STACK)
-        if soft != resource.RLIM_INFINITY and soft > 2 * STACK_MARGIN_BYTES:
-            return int(soft) - 2 * STACK_MARGIN_BYTES
-    except (ImportError, ValueError, OSError):
-        pass
-    return 6 * 1024 * 1024
 
 
 class _Session:
@@ -129,7 +116,7 @@ class QuickJsSandbox:
 
     def _stack_cap(self) -> int:
         if self._offload == "inline":
-            return _inline_stack_cap()
+            return main_thread_stack_cap()
         return (self._workers or default_workers()).stack_limit
 
     async def run(

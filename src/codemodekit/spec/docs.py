@@ -24,6 +24,7 @@ from codemodekit.spec.raw import (
     RawPolicy,
     RawPolicyRule,
     RawPythonSource,
+    RawRuntime,
     RawSpec,
 )
 
@@ -94,6 +95,16 @@ def render_spec_reference() -> str:
             "Sizes are bytes, times milliseconds. A run that exceeds a limit ends with the "
             "limit's own error code; nothing is silently truncated.",
             header="[limits]",
+        ),
+        _section(
+            "## `[runtime]`",
+            RawRuntime,
+            defs["Runtime"],
+            "`codemode serve` and `CodeMode` run each run in a sandbox worker process that the "
+            "server can always stop; `codemode run` runs one script in its own process "
+            "(`inline`). Admission control bounds the runs in flight and the queue; a run "
+            "refused by it ends with `SERVER_BUSY`.",
+            header="[runtime]",
         ),
         _section("## `[policy]`", RawPolicy, defs["Policy"], header="[policy]"),
         _section(

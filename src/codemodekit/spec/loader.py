@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from codemodekit.limits import Limits
+from codemodekit.runtime import RuntimeOptions
 from codemodekit.spec.errors import SourceText, SpecError, SpecIssue, format_key
 from codemodekit.spec.messages import describe_error, drop_shadowed_missing
 from codemodekit.spec.model import (
@@ -284,6 +285,7 @@ def _resolve(raw: RawSpec, file: Path) -> Spec:
         version=raw.version,
         name=raw.name,
         limits=Limits(**cast(BaseModel, raw.limits).model_dump()),
+        runtime=RuntimeOptions(**cast(BaseModel, raw.runtime).model_dump()),
         policy=PolicySpec(
             default=raw.policy.default,
             rules=tuple(

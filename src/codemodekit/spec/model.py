@@ -17,6 +17,7 @@ from typing import Literal
 
 from codemodekit.errors import SecretUnavailable
 from codemodekit.limits import Limits
+from codemodekit.runtime import DEFAULT_RUNTIME, RuntimeOptions
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -165,6 +166,8 @@ class Spec:
     policy: PolicySpec
     sources: Mapping[str, SourceSpec]
     """In file order; the key is the namespace, preserved exactly."""
+    runtime: RuntimeOptions = DEFAULT_RUNTIME
+    """How runs execute (``[runtime]``)."""
 
     @property
     def root(self) -> Path:

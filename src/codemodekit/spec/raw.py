@@ -27,7 +27,9 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from codemodekit import limits as limits_module
+from codemodekit import runtime as runtime_module
 from codemodekit.limits import Limits
+from codemodekit.runtime import MAY_BE_ZERO, RuntimeOptions
 
 TOML_EXAMPLE = "x-toml-example"
 """JSON Schema extension keyword holding a field's TOML example (used by ``docs/spec.md``)."""
@@ -89,15 +91,15 @@ class _Raw(BaseModel):
 # --- [limits] ---------------------------------------------------------------------------
 
 
-def _limit_descriptions() -> dict[str, str]:
-    """The attribute docstrings of ``Limits`` (the single place limits are documented)."""
+def _attribute_docs(module: Any, cls: type) -> dict[str, str]:
+    """The attribute docstrings of a dataclass (the single place its fields are documented)."""
     try:
-        tree = ast.parse(inspect.getsource(limits_module))
+        tree = ast.parse(inspect.getsource(module))
     except (OSError, TypeError):  # no source shipped (a .pyc-only install): names suffice
         return {}
     found: dict[str, str] = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef) and node.name == Limits.__name__:
+        if isinstance(node, ast.ClassDef) and node.name == cls.__name__:
             body = node.body
             for current, following in itertools.pairwise(body):
                 if (
@@ -113,7 +115,7 @@ def _limit_descriptions() -> dict[str, str]:
 
 def _build_raw_limits() -> type[BaseModel]:
     # Built from Limits itself so names and defaults cannot drift from the runtime.
-    descriptions = _limit_descriptions()
+    descriptions = _attribute_docs(limits_module, Limits)
     definitions: dict[str, Any] = {}
     for item in dataclass_fields(Limits):
         default = item.default
@@ -135,6 +137,37 @@ def _build_raw_limits() -> type[BaseModel]:
 
 
 RawLimits = _build_raw_limits()
+
+
+# --- [runtime] --------------------------------------------------------------------------
+
+
+def _build_raw_runtime() -> type[BaseModel]:
+    # Built from RuntimeOptions itself, like [limits] from Limits.
+    descriptions = _attribute_docs(runtime_module, RuntimeOptions)
+    definitions: dict[str, Any] = {}
+    for item in dataclass_fields(RuntimeOptions):
+        default = item.default
+        kind: Any = Literal["process", "inline"] if item.name == "mode" else PositiveInt
+        if item.name in MAY_BE_ZERO:
+            kind = Annotated[int, Field(ge=0)]
+        example = (
+            f'{item.name} = "{default}"' if item.name == "mode" else f"{item.name} = {default}"
+        )
+        definitions[item.name] = (
+            kind,
+            _field(default, descriptions.get(item.name, item.name.replace("_", " ")), example),
+        )
+    model: type[BaseModel] = create_model(
+        "RawRuntime",
+        __base__=_Raw,
+        __doc__="How runs execute: sandbox worker processes (default) or in this process.",
+        **definitions,
+    )
+    return model
+
+
+RawRuntime = _build_raw_runtime()
 
 
 # --- [policy] ---------------------------------------------------------------------------
@@ -363,6 +396,12 @@ class RawSpec(_Raw):
         RawLimits(),
         "Bounds of one run; every key is optional.",
         "[limits]\ncompute_time_ms = 5000",
+    )
+    runtime: RawRuntime = _field(  # type: ignore[valid-type]
+        RawRuntime(),
+        "How runs execute; every key is optional. `codemode serve` and the library use "
+        'sandbox worker processes; `mode = "inline"` runs QuickJS in the server process.',
+        "[runtime]\nmax_runs = 32",
     )
     policy: RawPolicy = _field(
         ...,

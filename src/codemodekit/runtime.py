@@ -1,0 +1,80 @@
+"""How runs execute: sandbox worker processes (the default) or QuickJS in this process."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from typing import Any, Literal
+
+MIB = 1024 * 1024
+MAY_BE_ZERO = frozenset({"max_runs", "warm_workers", "max_queued_runs"})
+"""Settings where 0 is meaningful (a computed default, or no queue at all)."""
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RuntimeOptions:
+    """The execution engine's settings (`[runtime]` in `codemode.toml`).
+
+    `mode = "process"` runs every run in a sandbox worker process that the server can
+    always stop: limits are enforced from outside, compute time is the worker's own CPU
+    time, and a native fault ends only the run it hosted. `mode = "inline"` runs QuickJS
+    inside this process (faster to start, for one-off scripts and embedding where a runaway
+    run may hold a thread until its compute budget runs out). See ADR 0018.
+    """
+
+    mode: Literal["process", "inline"] = "process"
+    """`process` (sandbox worker processes) or `inline` (QuickJS in this process)."""
+    max_runs: int = 0
+    """Runs in flight at once, one worker process each; 0 means 16 per CPU (runs mostly
+    wait on tools, and a worker that waits costs about 3 MiB)."""
+    max_queued_runs: int = 256
+    """Runs waiting for admission; one more is refused with `SERVER_BUSY`."""
+    queue_timeout_ms: int = 10_000
+    """Longest wait for admission before `SERVER_BUSY`."""
+    memory_budget_bytes: int = 4096 * MIB
+    """Heap reserved by the runs in flight, added up (each reserves its `memory_bytes`
+    plus a worker's own overhead); runs over it wait in the queue."""
+    warm_workers: int = 0
+    """Idle workers kept ready; 0 means one per CPU."""
+    worker_max_runs: int = 1000
+    """Runs one worker hosts before it is replaced."""
+    worker_max_rss_bytes: int = 256 * MIB
+    """A worker whose resident size is over this after a run is replaced."""
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("process", "inline"):
+            raise ValueError(
+                f"RuntimeOptions.mode must be 'process' or 'inline', got {self.mode!r}"
+            )
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "mode":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"RuntimeOptions.{f.name} must be an integer, got {value!r}")
+            floor = 0 if f.name in MAY_BE_ZERO else 1
+            if value < floor:
+                raise ValueError(f"RuntimeOptions.{f.name} must be at least {floor}, got {value}")
+
+    @property
+    def run_slots(self) -> int:
+        return self.max_runs or 16 * _cpus()
+
+    @property
+    def warm(self) -> int:
+        return min(self.warm_workers or _cpus(), self.run_slots)
+
+    def replace(self, **overrides: Any) -> RuntimeOptions:
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values.update(overrides)
+        return RuntimeOptions(**values)
+
+
+DEFAULT_RUNTIME = RuntimeOptions()

@@ -1,0 +1,100 @@
+"""The pipe protocol between the server and a sandbox worker process.
+
+A frame is a 4-byte big-endian length, one kind byte, then the payload. Host to worker:
+``S`` start a run (JSON: limits and the TypeScript source or a compiled program), ``T``
+settle calls (the batch text), ``A`` abandon (JSON diagnostic), ``X`` drop the current run,
+``Q`` quit. Worker to host: ``H`` hello (JSON: pid, CPU seconds), ``P`` a step.
+
+A step is ``header`` (JSON, one line), the returned value's JSON text (or an empty line),
+then one queued call per line. JSON text never contains a raw line break, so the model's
+values cross unescaped and are parsed once, by the host. The host treats every frame as
+untrusted: the worker runs hostile code, so a malformed frame ends the run, never the host.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from codemodekit.errors import Diagnostic, ErrorCode, Location
+from codemodekit.sandbox._engine import Step
+from codemodekit.sandbox.base import LogEntry
+
+MAX_FRAME_BYTES = 256 * 1024 * 1024
+"""Far above any bounded payload (results, logs, batches): a larger frame is a protocol fault."""
+
+_LEVELS = frozenset({"log", "info", "warn", "error", "debug", "truncated"})
+
+
+class ProtocolFault(Exception):
+    """A worker sent something the protocol does not allow."""
+
+
+def frame(kind: bytes, payload: bytes) -> bytes:
+    return (len(payload) + 1).to_bytes(4, "big") + kind + payload
+
+
+def encode_step(step: Step, cpu_s: float) -> bytes:
+    header = {
+        "d": step.done,
+        "o": step.ok,
+        "t": step.tool_call_id,
+        "m": step.compute_ms,
+        "k": step.compile_ms,
+        "u": cpu_s,
+        "g": step.diagnostic.to_json() if step.diagnostic is not None else None,
+        "l": [[entry.level, entry.message] for entry in step.logs],
+    }
+    lines = [json.dumps(header), step.value_json or "", *step.call_lines]
+    return "\n".join(lines).encode("utf-8", "surrogatepass")
+
+
+def decode_step(payload: bytes) -> tuple[Step, float]:
+    """A step from a worker and the worker's CPU seconds when it sent it."""
+    try:
+        text = payload.decode("utf-8", "surrogatepass")
+        head, value, *calls = text.split("\n")
+        header = json.loads(head)
+        step = Step(
+            call_lines=calls,
+            done=bool(header["d"]),
+            ok=bool(header["o"]),
+            value_json=value or None,
+            tool_call_id=_optional_int(header.get("t")),
+            compute_ms=float(header["m"]),
+            compile_ms=float(header["k"]),
+            diagnostic=decode_diagnostic(header["g"]) if header.get("g") is not None else None,
+            logs=tuple(_log(item) for item in header["l"]),
+        )
+        return step, float(header["u"])
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise ProtocolFault(f"malformed step: {exc!r:.200}") from None
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _log(item: Any) -> LogEntry:
+    level, message = item
+    if level not in _LEVELS or not isinstance(message, str):
+        raise ValueError("bad log entry")
+    return LogEntry(level, message)
+
+
+def decode_diagnostic(data: Any) -> Diagnostic:
+    location = data.get("location")
+    details = data.get("details") or {}
+    return Diagnostic(
+        ErrorCode(data["code"]),
+        str(data["message"]),
+        location=Location(int(location["line"]), int(location["column"])) if location else None,
+        tool=_optional_str(data.get("tool")),
+        source=_optional_str(data.get("source")),
+        correlation_id=_optional_str(data.get("correlation_id")),
+        details=tuple((str(k), v) for k, v in dict(details).items()),
+    )
+
+
+def _optional_str(value: Any) -> str | None:
+    return None if value is None else str(value)

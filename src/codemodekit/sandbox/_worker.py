@@ -1,0 +1,221 @@
+"""Sandbox worker processes: a zygote that forks workers, and the loop each worker runs.
+
+``python -m codemodekit.sandbox._worker FD`` starts the zygote. It imports the engine and
+the compiler once, warms them, freezes its heap for the garbage collector, and then only
+forks: for every request on its control socket (FD) it receives one end of a socket pair,
+forks, and answers the child's pid. A fork costs about 0.4 ms and shares the zygote's
+memory copy-on-write, so a killed worker is replaced at once. The zygote starts no thread,
+which keeps fork safe.
+
+A worker hosts one run at a time: it compiles the TypeScript, runs each slice in a fresh
+QuickJS context under the run's limits, measures compute as its own CPU time, and answers
+each request with one step. Between runs it prepares the next context. It exits when its
+socket closes or its zygote dies; the server kills it whenever a run must stop at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import gc
+import json
+import os
+import signal
+import socket
+import sys
+import time
+import traceback
+from collections import OrderedDict
+from typing import Any, BinaryIO, cast
+
+from codemodekit.compiler import CodeCompiler
+from codemodekit.errors import CompileFailure, Diagnostic, ErrorCode, new_correlation_id
+from codemodekit.limits import Limits
+from codemodekit.sandbox._engine import Engine, Step, prelude_source
+from codemodekit.sandbox._protocol import decode_diagnostic, encode_step, frame
+from codemodekit.sandbox._warm import prepare_context
+from codemodekit.sandbox._watchdog import Watchdog
+from codemodekit.sandbox._workers import main_thread_stack_cap
+from codemodekit.sandbox.base import CompiledProgram
+
+COMPILE_CACHE = 64
+"""Compiled programs kept per worker (agents often resend the same script)."""
+TRIM_RSS_BYTES = 48 * 1024 * 1024
+"""After a run, a worker above this resident size hands freed heap back to the system."""
+PRELUDE_MODULES = ("prelude", "prelude_console", "prelude_calls", "prelude_failure")
+
+
+def _rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _trim_heap() -> None:
+    """Return freed malloc arenas to the system (glibc keeps them otherwise)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this process when its parent dies (no orphaned busy workers)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+class _Worker:
+    def __init__(self, conn: socket.socket, compiler: CodeCompiler) -> None:
+        self._conn = conn
+        self._reader = cast(BinaryIO, conn.makefile("rb", buffering=1 << 16))
+        self._compiler = compiler
+        self._compiled: OrderedDict[str, CompiledProgram] = OrderedDict()
+        self._watchdog = Watchdog(clock=time.process_time)
+        self._stack_cap = main_thread_stack_cap()
+        self._engine: Engine | None = None
+        self._prepared: tuple[Any, Any] | None = None
+
+    def _send(self, kind: bytes, payload: bytes) -> None:
+        self._conn.sendall(frame(kind, payload))
+
+    def _read(self) -> tuple[bytes, bytes] | None:
+        head = self._reader.read(4)
+        if len(head) < 4:
+            return None
+        size = int.from_bytes(head, "big")
+        body = self._reader.read(size)
+        if len(body) < size or size < 1:
+            return None
+        return body[:1], body[1:]
+
+    def serve(self) -> None:
+        self._send(b"H", json.dumps({"pid": os.getpid(), "u": time.process_time()}).encode())
+        self._prepared = prepare_context(prelude_source())
+        while True:
+            message = self._read()
+            if message is None or message[0] == b"Q":
+                return
+            kind, payload = message
+            if kind == b"X":
+                self._engine = None
+                continue
+            try:
+                step = self._handle(kind, payload)
+            except Exception:
+                step = self._internal_failure()
+            if step.done:
+                self._engine = None
+                rss = _rss_bytes()
+                if rss > TRIM_RSS_BYTES:
+                    _trim_heap()
+            self._send(b"P", encode_step(step, time.process_time()))
+            if step.done and self._prepared is None:
+                self._prepared = prepare_context(prelude_source())
+
+    def _handle(self, kind: bytes, payload: bytes) -> Step:
+        if kind == b"S":
+            return self._start(json.loads(payload))
+        engine = self._engine
+        if engine is None:
+            raise RuntimeError(f"no run in progress for {kind!r}")
+        if kind == b"T":
+            return engine.settle(payload.decode("utf-8", "surrogatepass"))
+        if kind == b"A":
+            return engine.abandon(decode_diagnostic(json.loads(payload)))
+        raise RuntimeError(f"unknown request {kind!r}")
+
+    def _start(self, request: dict[str, Any]) -> Step:
+        limits = Limits(**request["limits"])
+        started = time.process_time()
+        if "source" in request:
+            try:
+                program = self._compile(request["source"], limits.source_bytes)
+            except CompileFailure as failure:
+                return Step(done=True, diagnostic=failure.diagnostic)
+            finally:
+                compile_ms = (time.process_time() - started) * 1000
+        else:
+            javascript, line_offset, source = request["program"]
+            program = CompiledProgram(javascript, int(line_offset), source)
+            compile_ms = 0.0
+        prepared, self._prepared = self._prepared, None
+        self._engine = Engine(
+            limits, stack_cap=self._stack_cap, prepared=prepared, watchdog=self._watchdog
+        )
+        step = self._engine.start(program)
+        step.compile_ms = compile_ms
+        return step
+
+    def _compile(self, source: str, max_source_bytes: int) -> CompiledProgram:
+        program = self._compiled.get(source)
+        if program is not None:
+            self._compiled.move_to_end(source)
+            return program
+        program = self._compiler.compile(source, max_source_bytes=max_source_bytes)
+        self._compiled[source] = program
+        if len(self._compiled) > COMPILE_CACHE:
+            self._compiled.popitem(last=False)
+        return program
+
+    def _internal_failure(self) -> Step:
+        correlation_id = new_correlation_id()
+        print(
+            f"codemode sandbox worker {os.getpid()}: internal failure "
+            f"(correlation {correlation_id})\n{traceback.format_exc()}",
+            file=sys.stderr,
+            flush=True,
+        )
+        self._engine = None
+        return Step(
+            done=True,
+            diagnostic=Diagnostic(
+                ErrorCode.INTERNAL_ERROR,
+                f"the sandbox failed unexpectedly (correlation id {correlation_id})",
+                correlation_id=correlation_id,
+            ),
+        )
+
+
+def _warm_up(compiler: CodeCompiler) -> None:
+    for name in PRELUDE_MODULES:
+        prelude_source(name)
+    compiler.compile("const x: number = 1;\nreturn x;", max_source_bytes=1024)
+    prepare_context(prelude_source())
+
+
+def zygote_main(control_fd: int) -> None:
+    control = socket.socket(fileno=control_fd)
+    compiler = CodeCompiler()
+    _warm_up(compiler)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    gc.collect()
+    gc.freeze()  # no GC pass in a child touches (and so copies) the zygote's objects
+    control.sendall(b"R")
+    while True:
+        try:
+            message, fds, _flags, _addr = socket.recv_fds(control, 16, 1)
+        except OSError:
+            break
+        if not message:
+            break
+        if not fds:
+            continue
+        pid = os.fork()
+        if pid == 0:  # the worker
+            try:
+                control.close()
+                _die_with_parent()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                _Worker(socket.socket(fileno=fds[0]), compiler).serve()
+            finally:
+                os._exit(0)
+        os.close(fds[0])
+        control.sendall(pid.to_bytes(4, "big"))
+    # The server is gone. Returning ends the zygote, and with it (PR_SET_PDEATHSIG) every
+    # worker it forked, busy or not.
+
+
+if __name__ == "__main__":
+    zygote_main(int(sys.argv[1]))

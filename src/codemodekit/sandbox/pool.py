@@ -1,0 +1,414 @@
+"""The pool of sandbox worker processes: spawning, admission control, kill and replace.
+
+One zygote process per pool forks the workers (see ``_worker.py``). A worker hosts one run
+at a time, so stopping a run (kill) never touches another run. Admission bounds the runs in
+flight (``max_runs``) and the heap they may reserve together (``memory_budget_bytes``);
+beyond that runs wait in a bounded FIFO queue, and a full queue or a wait past
+``queue_timeout_ms`` is refused with ``SERVER_BUSY``. Idle workers are kept warm; a worker
+is replaced after ``worker_max_runs`` runs or when it grew past ``worker_max_rss_bytes``.
+
+The pool is shared by every ``CodeMode`` of the process that uses the same options, and is
+bound to no event loop: a worker's socket is watched by the loop of the run that leases it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import collections
+import contextlib
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+
+from codemodekit.runtime import MIB, RuntimeOptions
+from codemodekit.sandbox.base import RuntimeStats
+
+log = logging.getLogger("codemodekit.sandbox")
+
+WORKER_OVERHEAD_BYTES = 16 * MIB
+"""Reserved per run on top of its heap limit: the worker's own interpreter and buffers."""
+ZYGOTE_START_S = 30.0
+"""Longest wait for a new zygote to import and warm up (a cold disk on a loaded machine)."""
+SPAWN_S = 10.0
+"""Longest wait for one fork and the new worker's hello."""
+
+_CLOCK_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+class PoolBusy(Exception):
+    """Admission refused a run: the queue is full or the run waited too long."""
+
+
+class PoolFailure(Exception):
+    """No worker could be started (the zygote does not come up)."""
+
+
+def process_cpu_s(pid: int) -> float | None:
+    """User + system CPU seconds of a process, from ``/proc`` (``None`` if it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _CLOCK_TICK
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class Worker:
+    """One worker process, as the server sees it."""
+
+    __slots__ = ("cpu_s", "dead", "killed", "pid", "rss", "runs", "sock")
+
+    def __init__(self, pid: int, sock: socket.socket, cpu_s: float) -> None:
+        self.pid = pid
+        self.sock = sock
+        self.cpu_s = cpu_s
+        """The worker's CPU seconds as of its last message."""
+        self.runs = 0
+        self.rss = 0
+        self.dead = False
+        self.killed = False
+
+    def kill(self) -> None:
+        """SIGKILL now; its socket closes and its zygote reaps it."""
+        if self.dead:
+            return
+        self.dead = self.killed = True
+        with contextlib.suppress(OSError):
+            os.kill(self.pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+    def retire(self) -> None:
+        """Ask an idle worker to exit (it hosts nothing, so closing its socket suffices)."""
+        self.dead = True
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+
+@dataclass(slots=True)
+class _Waiter:
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[None]
+    need: int
+    admitted: bool = False
+
+
+class _Zygote:
+    """The process that forks workers; restarted if it dies."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._control: socket.socket | None = None
+
+    def _start(self) -> socket.socket:
+        ours, theirs = socket.socketpair()
+        env = dict(os.environ)
+        env.setdefault("PYTHONHASHSEED", "0")  # stable dict order in error texts across workers
+        process = subprocess.Popen(
+            [sys.executable, "-m", "codemodekit.sandbox._worker", str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),),
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # a terminal's Ctrl-C goes to the server, which stops runs
+            env=env,
+        )
+        theirs.close()
+        ours.settimeout(ZYGOTE_START_S)
+        try:
+            ready = ours.recv(1)
+        except OSError:
+            ready = b""
+        if ready != b"R":
+            process.kill()
+            ours.close()
+            raise PoolFailure("the sandbox zygote process did not start")
+        self._process, self._control = process, ours
+        return ours
+
+    def fork(self) -> tuple[int, socket.socket]:
+        """A new worker: its pid and the server's end of its socket."""
+        with self._lock:
+            for attempt in (1, 2):
+                control = self._control or self._start()
+                ours, theirs = socket.socketpair()
+                try:
+                    control.settimeout(SPAWN_S)
+                    socket.send_fds(control, [b"F"], [theirs.fileno()])
+                    pid_bytes = control.recv(4)
+                    if len(pid_bytes) != 4:
+                        raise OSError("the zygote closed its socket")
+                    return int.from_bytes(pid_bytes, "big"), ours
+                except OSError:
+                    ours.close()
+                    self._stop_locked()
+                    if attempt == 2:
+                        raise PoolFailure("the sandbox zygote process failed") from None
+                finally:
+                    theirs.close()
+            raise AssertionError("unreachable")  # pragma: no cover
+
+    def _stop_locked(self) -> None:
+        if self._control is not None:
+            with contextlib.suppress(OSError):
+                self._control.close()
+        if self._process is not None:
+            with contextlib.suppress(OSError):
+                self._process.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._process.wait(timeout=5)
+        self._process = self._control = None
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stop_locked()
+
+
+class WorkerPool:
+    def __init__(self, options: RuntimeOptions) -> None:
+        self.options = options
+        self._zygote = _Zygote()
+        self._lock = threading.Lock()
+        self._idle: collections.deque[Worker] = collections.deque()
+        self._busy: set[Worker] = set()
+        self._waiters: collections.deque[_Waiter] = collections.deque()
+        self._in_flight = 0
+        self._reserved = 0
+        self._spawning = 0
+        self._restarts = 0
+        self._rejected = 0
+        self._closed = False
+        self._refill_wanted = threading.Event()
+        self._refiller: threading.Thread | None = None
+
+    # -- workers ----------------------------------------------------------------------------
+    def _spawn(self) -> Worker:
+        pid, sock = self._zygote.fork()
+        try:
+            sock.settimeout(SPAWN_S)
+            head = _recv_exactly(sock, 4)
+            body = _recv_exactly(sock, int.from_bytes(head, "big"))
+            if body[:1] != b"H":
+                raise OSError("no hello")
+            import json
+
+            cpu_s = float(json.loads(body[1:])["u"])
+        except (OSError, ValueError, KeyError):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            sock.close()
+            raise PoolFailure("a new sandbox worker did not answer") from None
+        sock.setblocking(False)
+        return Worker(pid, sock, cpu_s)
+
+    def start(self) -> None:
+        """Start the zygote and the warm workers in the background (idempotent)."""
+        with self._lock:
+            if self._refiller is None and not self._closed:
+                self._refiller = threading.Thread(
+                    target=self._refill_loop, name="codemode-sandbox-pool", daemon=True
+                )
+                self._refiller.start()
+        self._refill_wanted.set()
+
+    def _refill_loop(self) -> None:
+        while True:
+            self._refill_wanted.wait()
+            self._refill_wanted.clear()
+            while True:
+                with self._lock:
+                    if self._closed:
+                        return
+                    total = len(self._idle) + len(self._busy) + self._spawning
+                    if len(self._idle) + self._spawning >= self.options.warm or (
+                        total >= self.options.run_slots
+                    ):
+                        break
+                    self._spawning += 1
+                try:
+                    worker = self._spawn()
+                except PoolFailure:
+                    log.exception("could not start a sandbox worker")
+                    with self._lock:
+                        self._spawning -= 1
+                    break
+                with self._lock:
+                    self._spawning -= 1
+                    if self._closed:
+                        worker.retire()
+                        return
+                    self._idle.append(worker)
+
+    async def _take_worker(self) -> Worker:
+        with self._lock:
+            while self._idle:
+                worker = self._idle.popleft()
+                if not worker.dead:
+                    self._busy.add(worker)
+                    break
+            else:
+                worker = None
+        self._refill_wanted.set()
+        if worker is None:
+            worker = await asyncio.to_thread(self._spawn)
+            with self._lock:
+                self._busy.add(worker)
+        return worker
+
+    # -- admission --------------------------------------------------------------------------
+    def _fits(self, need: int) -> bool:
+        if self._in_flight >= self.options.run_slots:
+            return False
+        # A run bigger than the whole budget still runs, alone.
+        return self._in_flight == 0 or self._reserved + need <= self.options.memory_budget_bytes
+
+    async def acquire(self, memory_bytes: int) -> Worker:
+        """Admit a run and lease it a worker; raises ``PoolBusy`` or ``PoolFailure``."""
+        if self._refiller is None:
+            self.start()
+        need = memory_bytes + WORKER_OVERHEAD_BYTES
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self._closed:
+                raise PoolFailure("the sandbox pool is closed")
+            if not self._waiters and self._fits(need):
+                self._in_flight += 1
+                self._reserved += need
+                waiter = None
+            elif len(self._waiters) >= self.options.max_queued_runs:
+                self._rejected += 1
+                raise PoolBusy(
+                    f"the server is busy: {self.options.run_slots} runs are in flight and "
+                    f"{len(self._waiters)} are queued (max_queued_runs); retry later"
+                )
+            else:
+                waiter = _Waiter(loop, loop.create_future(), need)
+                self._waiters.append(waiter)
+        if waiter is not None:
+            try:
+                async with asyncio.timeout(self.options.queue_timeout_ms / 1000):
+                    await waiter.future
+            except BaseException as exc:
+                with self._lock:
+                    if waiter.admitted:
+                        self._release_locked(need)
+                    else:
+                        self._waiters.remove(waiter)
+                    if isinstance(exc, TimeoutError):
+                        self._rejected += 1
+                if isinstance(exc, TimeoutError):
+                    raise PoolBusy(
+                        f"the server is busy: the run waited {self.options.queue_timeout_ms} ms "
+                        "for a sandbox worker (queue_timeout_ms); retry later"
+                    ) from None
+                raise
+        try:
+            return await self._take_worker()
+        except BaseException:
+            with self._lock:
+                self._release_locked(need)
+            raise
+
+    def release(self, worker: Worker, memory_bytes: int, *, reusable: bool) -> None:
+        """End a lease. A reusable worker goes back to the idle set (or retires when it has
+        served enough); any other was killed and is replaced in the background."""
+        need = memory_bytes + WORKER_OVERHEAD_BYTES
+        with self._lock:
+            self._busy.discard(worker)
+            if worker.dead:
+                if worker.killed:
+                    self._restarts += 1
+            elif not reusable:
+                worker.kill()
+                self._restarts += 1
+            elif (
+                self._closed
+                or worker.runs >= self.options.worker_max_runs
+                or worker.rss > self.options.worker_max_rss_bytes
+            ):
+                worker.retire()
+            else:
+                self._idle.append(worker)
+            self._release_locked(need)
+        self._refill_wanted.set()
+
+    def _release_locked(self, need: int) -> None:
+        self._in_flight -= 1
+        self._reserved -= need
+        while self._waiters and self._fits(self._waiters[0].need):
+            waiter = self._waiters.popleft()
+            waiter.admitted = True
+            self._in_flight += 1
+            self._reserved += waiter.need
+            waiter.loop.call_soon_threadsafe(_admit, waiter.future)
+
+    # -- views and shutdown -------------------------------------------------------------------
+    def stats(self) -> RuntimeStats:
+        with self._lock:
+            return RuntimeStats(
+                mode="process",
+                workers=len(self._idle) + len(self._busy),
+                busy_workers=len(self._busy),
+                runs_in_flight=self._in_flight,
+                runs_queued=len(self._waiters),
+                worker_restarts=self._restarts,
+                runs_rejected=self._rejected,
+            )
+
+    def busy_pids(self) -> list[int]:
+        """Process ids of the workers hosting runs now (for operators and tests)."""
+        with self._lock:
+            return sorted(w.pid for w in self._busy if not w.dead)
+
+    def close(self) -> None:
+        """Stop every worker and the zygote. Runs in flight end with ``SANDBOX_CRASHED``."""
+        with self._lock:
+            self._closed = True
+            workers = [*self._idle, *self._busy]
+            self._idle.clear()
+        self._refill_wanted.set()
+        for worker in workers:
+            worker.kill()
+        self._zygote.stop()
+
+
+def _admit(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _recv_exactly(sock: socket.socket, size: int) -> bytes:
+    chunks = bytearray()
+    while len(chunks) < size:
+        chunk = sock.recv(size - len(chunks))
+        if not chunk:
+            raise OSError("closed")
+        chunks += chunk
+    return bytes(chunks)
+
+
+_pools: dict[RuntimeOptions, WorkerPool] = {}
+_pools_lock = threading.Lock()
+
+
+def shared_pool(options: RuntimeOptions) -> WorkerPool:
+    """The process-wide pool for ``options``, created on first use."""
+    with _pools_lock:
+        pool = _pools.get(options)
+        if pool is None:
+            pool = _pools[options] = WorkerPool(options)
+        return pool
+
+
+@atexit.register
+def _close_pools() -> None:
+    with _pools_lock:
+        pools = list(_pools.values())
+        _pools.clear()
+    for pool in pools:
+        pool.close()

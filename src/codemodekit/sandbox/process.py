@@ -1,0 +1,319 @@
+"""``ProcessSandbox``: runs each program in a sandbox worker process the server can stop.
+
+Every limit holds from outside the engine. A run's compute is its worker's own CPU time;
+QuickJS's time limit ends ordinary code in the worker, and when a slice runs past its
+budget anyway (a native that never polls the limit, such as ``reverse`` on an object of
+length 2³¹) the server reads the worker's CPU time and kills it. Cancellation and the wall
+limit kill a worker whose slice is running; a worker that is only awaiting tools is told to
+drop the run and serves the next. A worker that dies on its own fails only its run, with
+``SANDBOX_CRASHED``. The pool is replaced workers at once (see ``pool.py``, ADR 0018).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import time
+from typing import Any
+
+from codemodekit.errors import Diagnostic, ErrorCode, new_correlation_id
+from codemodekit.limits import Limits
+from codemodekit.runtime import DEFAULT_RUNTIME, RuntimeOptions
+from codemodekit.sandbox._drive import drive
+from codemodekit.sandbox._engine import Step
+from codemodekit.sandbox._protocol import (
+    MAX_FRAME_BYTES,
+    ProtocolFault,
+    decode_step,
+    frame,
+)
+from codemodekit.sandbox.base import (
+    CompiledProgram,
+    RuntimeStats,
+    SandboxHost,
+    SandboxOutcome,
+)
+from codemodekit.sandbox.pool import (
+    PoolBusy,
+    PoolFailure,
+    Worker,
+    WorkerPool,
+    process_cpu_s,
+    shared_pool,
+)
+
+log = logging.getLogger("codemodekit.sandbox")
+
+KILL_GRACE_S = 0.25
+"""CPU time past a slice's budget before the server kills its worker (QuickJS's own limit
+and the worker's watchdog end nearly every overrun before that)."""
+COMPILE_ALLOWANCE_S = 2.0
+"""CPU time a start request may spend compiling before the run's compute budget applies."""
+RECHECK_S = 0.02
+"""How soon a slice that is not yet over its CPU budget is checked again."""
+
+
+class _WorkerLost(Exception):
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic
+
+
+class ProcessSandbox:
+    """The ``CodeSandbox`` over the shared pool of sandbox worker processes."""
+
+    def __init__(
+        self, options: RuntimeOptions = DEFAULT_RUNTIME, *, pool: WorkerPool | None = None
+    ) -> None:
+        self.options = options
+        self._pool = pool or shared_pool(options)
+
+    @property
+    def pool(self) -> WorkerPool:
+        return self._pool
+
+    def start(self) -> None:
+        """Start the zygote and warm workers now rather than at the first run."""
+        self._pool.start()
+
+    def stats(self) -> RuntimeStats:
+        return self._pool.stats()
+
+    def close(self) -> None:
+        """Nothing to dispose per ``CodeMode``: the pool is shared and closed at exit."""
+
+    async def run(
+        self, program: CompiledProgram, host: SandboxHost, limits: Limits
+    ) -> SandboxOutcome:
+        request = {"program": [program.javascript, program.line_offset, program.source]}
+        return await self._run(request, host, limits)
+
+    async def run_source(self, source: str, host: SandboxHost, limits: Limits) -> SandboxOutcome:
+        """Compile (in the worker, bounded like the run) and run TypeScript ``source``."""
+        return await self._run({"source": source}, host, limits)
+
+    async def _run(
+        self, request: dict[str, Any], host: SandboxHost, limits: Limits
+    ) -> SandboxOutcome:
+        queued = time.perf_counter()
+        try:
+            worker = await self._pool.acquire(limits.memory_bytes)
+        except PoolBusy as busy:
+            return SandboxOutcome(
+                ok=False,
+                diagnostic=Diagnostic(ErrorCode.SERVER_BUSY, str(busy)),
+                queue_ms=(time.perf_counter() - queued) * 1000,
+            )
+        except PoolFailure as failure:
+            return SandboxOutcome(ok=False, diagnostic=_lost(f"{failure}", worker=None))
+        queue_ms = (time.perf_counter() - queued) * 1000
+        request["limits"] = limits.to_json()
+        channel = _ProcessChannel(worker, json.dumps(request).encode(), limits)
+        try:
+            outcome = await drive(channel, host)
+        finally:
+            channel.detach()
+            self._pool.release(worker, limits.memory_bytes, reusable=channel.reusable)
+        return dataclasses.replace(outcome, queue_ms=queue_ms)
+
+
+def _lost(why: str, *, worker: Worker | None) -> Diagnostic:
+    correlation_id = new_correlation_id()
+    log.error(
+        "sandbox worker %s lost (correlation %s): %s",
+        worker.pid if worker else "-",
+        correlation_id,
+        why,
+    )
+    return Diagnostic(
+        ErrorCode.SANDBOX_CRASHED,
+        "the sandbox process running this code stopped unexpectedly "
+        f"(correlation id {correlation_id}); other runs are not affected",
+        correlation_id=correlation_id,
+    )
+
+
+class _ProcessChannel:
+    """One run's requests to its worker; the worker's socket is watched by this loop."""
+
+    def __init__(self, worker: Worker, start_request: bytes, limits: Limits) -> None:
+        self._worker = worker
+        self._start_request = start_request
+        self._limits = limits
+        self._loop = asyncio.get_running_loop()
+        self._buffer = bytearray()
+        self._pending: asyncio.Future[bytes] | None = None
+        self._used_s = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+        self._allowed_s = 0.0
+        self._base_s = 0.0
+        self.reusable = True
+        self._in_slice = False
+        """A request was sent and its reply has not arrived: the worker is running JS."""
+        self._fd = worker.sock.fileno()
+        self._loop.add_reader(self._fd, self._on_readable)
+
+    # -- requests ---------------------------------------------------------------------------
+    async def start(self) -> Step:
+        return await self._request(b"S", self._start_request, COMPILE_ALLOWANCE_S)
+
+    async def settle(self, batch: str) -> Step:
+        return await self._request(b"T", batch.encode("utf-8", "surrogatepass"))
+
+    async def abandon(self, diagnostic: Diagnostic) -> Step:
+        return await self._request(b"A", json.dumps(diagnostic.to_json()).encode())
+
+    async def _request(self, kind: bytes, payload: bytes, allowance_s: float = 0.0) -> Step:
+        worker = self._worker
+        try:
+            if worker.dead:
+                raise _WorkerLost(
+                    _lost("the worker died while the run awaited tools", worker=worker)
+                )
+            future: asyncio.Future[bytes] = self._loop.create_future()
+            self._pending = future
+            data = frame(kind, payload)
+            self._in_slice = True
+            try:
+                sent = worker.sock.send(data)
+                if sent < len(data):
+                    await self._loop.sock_sendall(worker.sock, data[sent:])
+            except OSError:
+                raise _WorkerLost(_lost("the worker's socket closed", worker=worker)) from None
+            budget_s = self._limits.compute_time_ms / 1000
+            self._base_s = worker.cpu_s
+            self._allowed_s = max(budget_s - self._used_s, 0.0) + allowance_s + KILL_GRACE_S
+            self._timer = self._loop.call_later(self._allowed_s, self._check_cpu)
+            try:
+                reply = await future
+            finally:
+                self._pending = None
+                if self._timer is not None:
+                    self._timer.cancel()
+                    self._timer = None
+            step, cpu_s = decode_step(reply)
+        except ProtocolFault as fault:
+            self._fail_worker()
+            return self._end(_internal(f"worker {worker.pid}: {fault}"))
+        except _WorkerLost as lost:
+            self.reusable = False
+            return self._end(lost.diagnostic)
+        self._used_s += max(cpu_s - self._base_s - step.compile_ms / 1000, 0.0)
+        worker.cpu_s = cpu_s
+        if step.done:
+            worker.runs += 1
+        return step
+
+    def _end(self, diagnostic: Diagnostic) -> Step:
+        return Step(done=True, diagnostic=diagnostic)
+
+    # -- the CPU backstop ---------------------------------------------------------------------
+    def _check_cpu(self) -> None:
+        self._timer = None
+        worker, pending = self._worker, self._pending
+        if pending is None or pending.done() or worker.dead:
+            return
+        cpu = process_cpu_s(worker.pid)
+        used = self._allowed_s if cpu is None else cpu - self._base_s
+        if used < self._allowed_s:
+            self._timer = self._loop.call_later(
+                max(self._allowed_s - used, RECHECK_S), self._check_cpu
+            )
+            return
+        log.info("sandbox worker %s ran past its compute budget: killed", worker.pid)
+        self._fail_worker()
+        pending.set_exception(
+            _WorkerLost(
+                Diagnostic(
+                    ErrorCode.COMPUTE_LIMIT,
+                    f"the code ran for more than {self._limits.compute_time_ms} ms of compute "
+                    "time (compute_time_ms); time spent awaiting tools is not counted",
+                )
+            )
+        )
+
+    # -- the worker's socket ------------------------------------------------------------------
+    def _on_readable(self) -> None:
+        worker = self._worker
+        try:
+            data = worker.sock.recv(1 << 20)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._on_closed()
+            return
+        buffer = self._buffer
+        buffer += data
+        while len(buffer) >= 4:
+            size = int.from_bytes(buffer[:4], "big")
+            if size < 1 or size > MAX_FRAME_BYTES:
+                self._protocol_fault(f"frame of {size} bytes")
+                return
+            if len(buffer) < 4 + size:
+                return
+            kind, payload = bytes(buffer[4:5]), bytes(buffer[5 : 4 + size])
+            del buffer[: 4 + size]
+            if kind != b"P" or not self._in_slice:
+                self._protocol_fault(f"unexpected frame {kind!r}")
+                return
+            self._in_slice = False
+            pending = self._pending
+            if pending is not None and not pending.done():
+                pending.set_result(payload)
+
+    def _on_closed(self) -> None:
+        worker = self._worker
+        self.detach()
+        killed = worker.killed
+        worker.dead = True
+        self.reusable = False
+        pending = self._pending
+        if pending is not None and not pending.done() and not killed:
+            pending.set_exception(_WorkerLost(_lost("the worker process exited", worker=worker)))
+
+    def _protocol_fault(self, why: str) -> None:
+        pending = self._pending
+        self._fail_worker()
+        if pending is not None and not pending.done():
+            pending.set_exception(ProtocolFault(why))
+
+    def _fail_worker(self) -> None:
+        self.detach()
+        self.reusable = False
+        self._worker.kill()
+
+    def detach(self) -> None:
+        """Stop watching the worker's socket (always before it is closed)."""
+        if self._fd >= 0:
+            self._loop.remove_reader(self._fd)
+            self._fd = -1
+
+    # -- stopping ---------------------------------------------------------------------------
+    def stop(self) -> None:
+        """The run ended early (cancelled, wall limit). A running slice is killed at once;
+        a worker that only awaits tools drops the run and stays in the pool."""
+        if self._in_slice:
+            self._fail_worker()
+            pending = self._pending
+            if pending is not None and not pending.done():
+                pending.cancel()
+            return
+        if not self._worker.dead:
+            try:
+                self._worker.sock.send(frame(b"X", b""))
+            except OSError:
+                self._fail_worker()
+
+
+def _internal(why: str) -> Diagnostic:
+    correlation_id = new_correlation_id()
+    log.error("sandbox protocol failure (correlation %s): %s", correlation_id, why)
+    return Diagnostic(
+        ErrorCode.INTERNAL_ERROR,
+        f"the sandbox failed unexpectedly (correlation id {correlation_id})",
+        correlation_id=correlation_id,
+    )
