@@ -64,15 +64,12 @@ class _WorkerLost(Exception):
 class ProcessSandbox:
     """The ``CodeSandbox`` over the shared pool of sandbox worker processes."""
 
-    def __init__(
-        self, options: RuntimeOptions = DEFAULT_RUNTIME, *, pool: WorkerPool | None = None
-    ) -> None:
+    def __init__(self, options: RuntimeOptions = DEFAULT_RUNTIME, *, shared: bool = True) -> None:
+        """``shared=True`` uses the process-wide pool for ``options`` (what ``CodeMode``
+        does); ``shared=False`` gives this sandbox a pool of its own, stopped by ``close``."""
         self.options = options
-        self._pool = pool or shared_pool(options)
-
-    @property
-    def pool(self) -> WorkerPool:
-        return self._pool
+        self._shared = shared
+        self._pool = shared_pool(options) if shared else WorkerPool(options)
 
     def start(self) -> None:
         """Start the zygote and warm workers now rather than at the first run."""
@@ -81,8 +78,15 @@ class ProcessSandbox:
     def stats(self) -> RuntimeStats:
         return self._pool.stats()
 
+    def busy_pids(self) -> list[int]:
+        """Process ids of the workers hosting runs now (for operators and tests)."""
+        return self._pool.busy_pids()
+
     def close(self) -> None:
-        """Nothing to dispose per ``CodeMode``: the pool is shared and closed at exit."""
+        """Stop a pool of its own; the shared pool outlives any one ``CodeMode`` and is
+        stopped when the interpreter exits."""
+        if not self._shared:
+            self._pool.close()
 
     async def run(
         self, program: CompiledProgram, host: SandboxHost, limits: Limits
