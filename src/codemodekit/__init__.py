@@ -53,6 +53,8 @@ _LAZY: dict[str, str] = {
     "LogEntry": "codemodekit.sandbox.base",
     "RuntimeStats": "codemodekit.sandbox.base",
     "QuickJsSandbox": "codemodekit.sandbox.quickjs",
+    "ProcessSandbox": "codemodekit.sandbox.process",
+    "RuntimeOptions": "codemodekit.runtime",
     "SearchResponse": "codemodekit.search",
     "search_catalog": "codemodekit.search",
     "SpecError": "codemodekit.spec",
@@ -88,7 +90,9 @@ if TYPE_CHECKING:
     from codemodekit.providers.base import SourceHealth, ToolProvider
     from codemodekit.providers.local import ToolContext, define_tool, local
     from codemodekit.run import CodeMode, ProgressEvent, RunResult
+    from codemodekit.runtime import RuntimeOptions
     from codemodekit.sandbox.base import CodeSandbox, LogEntry, RuntimeStats
+    from codemodekit.sandbox.process import ProcessSandbox
     from codemodekit.sandbox.quickjs import QuickJsSandbox
     from codemodekit.search import SearchResponse, search_catalog
     from codemodekit.spec import SpecError, load_spec
@@ -123,11 +127,13 @@ __all__ = [
     "LogEntry",
     "Phase",
     "PolicyDecision",
+    "ProcessSandbox",
     "ProgressEvent",
     "QuickJsSandbox",
     "RunObserver",
     "RunResult",
     "RunStart",
+    "RuntimeOptions",
     "RuntimeStats",
     "SearchResponse",
     "SecretUnavailable",

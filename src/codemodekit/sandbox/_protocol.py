@@ -34,8 +34,9 @@ def frame(kind: bytes, payload: bytes) -> bytes:
     return (len(payload) + 1).to_bytes(4, "big") + kind + payload
 
 
-def encode_step(step: Step, cpu_s: float) -> bytes:
+def encode_step(step: Step, cpu_s: float, rss: int = 0) -> bytes:
     header = {
+        "r": rss,
         "d": step.done,
         "o": step.ok,
         "t": step.tool_call_id,
@@ -49,8 +50,9 @@ def encode_step(step: Step, cpu_s: float) -> bytes:
     return "\n".join(lines).encode("utf-8", "surrogatepass")
 
 
-def decode_step(payload: bytes) -> tuple[Step, float]:
-    """A step from a worker and the worker's CPU seconds when it sent it."""
+def decode_step(payload: bytes) -> tuple[Step, float, int]:
+    """A step from a worker, the worker's CPU seconds when it sent it, and (on the last step
+    of a run) its resident size in bytes."""
     try:
         text = payload.decode("utf-8", "surrogatepass")
         head, value, *calls = text.split("\n")
@@ -66,7 +68,7 @@ def decode_step(payload: bytes) -> tuple[Step, float]:
             diagnostic=decode_diagnostic(header["g"]) if header.get("g") is not None else None,
             logs=tuple(_log(item) for item in header["l"]),
         )
-        return step, float(header["u"])
+        return step, float(header["u"]), int(header["r"])
     except (ValueError, KeyError, TypeError, RecursionError) as exc:
         raise ProtocolFault(f"malformed step: {exc!r:.200}") from None
 

@@ -104,12 +104,14 @@ class _Worker:
                 step = self._handle(kind, payload)
             except Exception:
                 step = self._internal_failure()
+            rss = 0
             if step.done:
                 self._engine = None
                 rss = _rss_bytes()
                 if rss > TRIM_RSS_BYTES:
                     _trim_heap()
-            self._send(b"P", encode_step(step, time.process_time()))
+                    rss = _rss_bytes()
+            self._send(b"P", encode_step(step, time.process_time(), rss))
             if step.done and self._prepared is None:
                 self._prepared = prepare_context(prelude_source())
 

@@ -24,6 +24,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 
 from codemodekit.runtime import MIB, RuntimeOptions
@@ -37,6 +38,8 @@ ZYGOTE_START_S = 30.0
 """Longest wait for a new zygote to import and warm up (a cold disk on a loaded machine)."""
 SPAWN_S = 10.0
 """Longest wait for one fork and the new worker's hello."""
+IDLE_RETIRE_S = 30.0
+"""Idle workers beyond the warm set exit after this long unused (memory goes back)."""
 
 _CLOCK_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -62,7 +65,7 @@ def process_cpu_s(pid: int) -> float | None:
 class Worker:
     """One worker process, as the server sees it."""
 
-    __slots__ = ("cpu_s", "dead", "killed", "pid", "rss", "runs", "sock")
+    __slots__ = ("cpu_s", "dead", "idle_since", "killed", "pid", "rss", "runs", "sock")
 
     def __init__(self, pid: int, sock: socket.socket, cpu_s: float) -> None:
         self.pid = pid
@@ -73,6 +76,7 @@ class Worker:
         self.rss = 0
         self.dead = False
         self.killed = False
+        self.idle_since = 0.0
 
     def kill(self) -> None:
         """SIGKILL now; its socket closes and its zygote reaps it."""
@@ -218,8 +222,9 @@ class WorkerPool:
 
     def _refill_loop(self) -> None:
         while True:
-            self._refill_wanted.wait()
+            self._refill_wanted.wait(timeout=IDLE_RETIRE_S / 2)
             self._refill_wanted.clear()
+            self._retire_idle()
             while True:
                 with self._lock:
                     if self._closed:
@@ -233,21 +238,36 @@ class WorkerPool:
                 try:
                     worker = self._spawn()
                 except PoolFailure:
-                    log.exception("could not start a sandbox worker")
                     with self._lock:
                         self._spawning -= 1
+                        if self._closed:
+                            return
+                    log.exception("could not start a sandbox worker")
                     break
                 with self._lock:
                     self._spawning -= 1
                     if self._closed:
                         worker.retire()
                         return
-                    self._idle.append(worker)
+                    self._park(worker)
+
+    def _retire_idle(self) -> None:
+        now = time.monotonic()
+        with self._lock:
+            # Oldest first (the left end); the most recently used stay (compile caches).
+            while len(self._idle) > self.options.warm and (
+                now - self._idle[0].idle_since > IDLE_RETIRE_S
+            ):
+                self._idle.popleft().retire()
+
+    def _park(self, worker: Worker) -> None:
+        worker.idle_since = time.monotonic()
+        self._idle.append(worker)
 
     async def _take_worker(self) -> Worker:
         with self._lock:
             while self._idle:
-                worker = self._idle.popleft()
+                worker = self._idle.pop()
                 if not worker.dead:
                     self._busy.add(worker)
                     break
@@ -255,10 +275,26 @@ class WorkerPool:
                 worker = None
         self._refill_wanted.set()
         if worker is None:
-            worker = await asyncio.to_thread(self._spawn)
+            spawning = asyncio.get_running_loop().run_in_executor(None, self._spawn)
+            try:
+                worker = await asyncio.shield(spawning)
+            except asyncio.CancelledError:
+                # The run is gone; the worker it asked for joins the idle set.
+                spawning.add_done_callback(self._adopt)
+                raise
             with self._lock:
                 self._busy.add(worker)
         return worker
+
+    def _adopt(self, spawned: asyncio.Future[Worker]) -> None:
+        if spawned.cancelled() or spawned.exception() is not None:
+            return
+        worker = spawned.result()
+        with self._lock:
+            if self._closed:
+                worker.retire()
+            else:
+                self._park(worker)
 
     # -- admission --------------------------------------------------------------------------
     def _fits(self, need: int) -> bool:
@@ -333,7 +369,7 @@ class WorkerPool:
             ):
                 worker.retire()
             else:
-                self._idle.append(worker)
+                self._park(worker)
             self._release_locked(need)
         self._refill_wanted.set()
 

@@ -197,7 +197,7 @@ class _ProcessChannel:
                 if self._timer is not None:
                     self._timer.cancel()
                     self._timer = None
-            step, cpu_s = decode_step(reply)
+            step, cpu_s, rss = decode_step(reply)
         except ProtocolFault as fault:
             self._fail_worker()
             return self._end(_internal(f"worker {worker.pid}: {fault}"))
@@ -208,6 +208,7 @@ class _ProcessChannel:
         worker.cpu_s = cpu_s
         if step.done:
             worker.runs += 1
+            worker.rss = rss
         return step
 
     def _end(self, diagnostic: Diagnostic) -> Step:

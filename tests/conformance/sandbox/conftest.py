@@ -7,11 +7,13 @@ from collections.abc import Callable
 import pytest
 
 from codemodekit.sandbox.base import CodeSandbox
+from codemodekit.sandbox.process import ProcessSandbox
 from codemodekit.sandbox.quickjs import QuickJsSandbox
 
 SANDBOXES: dict[str, Callable[[], CodeSandbox]] = {
     "quickjs-thread": lambda: QuickJsSandbox(offload="thread"),
     "quickjs-inline": lambda: QuickJsSandbox(offload="inline"),
+    "process": ProcessSandbox,
 }
 
 
