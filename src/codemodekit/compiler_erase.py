@@ -101,10 +101,13 @@ class _Planner:
         get = captures.get
         for node in get("erase", ()):
             self.raw.append((node.start_byte, node.end_byte))
-        for node in get("suffix", ()):
-            parent = node.parent
-            assert parent is not None
-            self.raw.append((node.start_byte, parent.end_byte))
+        for expression in get("bang", ()):
+            bang = expression.child(expression.child_count - 1)
+            if bang is not None and bang.type == "!":
+                self.raw.append((bang.start_byte, bang.end_byte))
+        for expression in get("suffix", ()):
+            node = next(c for c in expression.children if c.type in ("as", "satisfies"))
+            self.raw.append((node.start_byte, expression.end_byte))
             if self._break_before(node):
                 # TypeScript ends the expression before a line-leading `as`/`satisfies`.
                 self._compile_error(
@@ -162,9 +165,10 @@ class _Planner:
             self._check_async_arrow(node)
         for node in get("arrow_function", ()):
             self._check_arrow_line_break(node)
-        for node in get("bang", ()):
+        for expression in get("bang", ()):
             # TypeScript reads `a⏎!b` as two statements; tree-sitter may read a non-null `!`.
-            if self._break_before(node):
+            node = expression.child(expression.child_count - 1)
+            if node is not None and node.type == "!" and self._break_before(node):
                 self._compile_error(
                     node, "a line break before a non-null `!` is not allowed: move it up a line"
                 )

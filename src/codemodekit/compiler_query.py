@@ -28,11 +28,14 @@ _QUERY_SOURCE = r"""
 (method_definition "?" @erase)
 (optional_parameter "?" @erase)
 (variable_declarator "!" @erase)
-(non_null_expression "!" @erase)
 (abstract_class_declaration "abstract" @erase)
 
-(as_expression "as" @suffix)
-(satisfies_expression "satisfies" @suffix)
+; Postfix chains (`x!!!`, `x as T as U`) nest as deep as they are long: a pattern that
+; waits for a child token keeps one pending state per level (quadratic). Capture the node
+; itself and find the token in Python.
+(non_null_expression) @bang
+(as_expression) @suffix
+(satisfies_expression) @suffix
 
 (formal_parameters (required_parameter pattern: (this)) @this_param)
 
@@ -55,7 +58,6 @@ _QUERY_SOURCE = r"""
 (yield_expression) @restricted
 (arrow_function type_parameters: (_)) @generic_arrow
 (arrow_function) @arrow_function
-(non_null_expression "!" @bang)
 (accessibility_modifier) @modifier
 (override_modifier) @modifier
 (public_field_definition ["readonly" "declare" "abstract"] @modifier)
