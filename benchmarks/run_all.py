@@ -12,6 +12,7 @@ import traceback
 
 MODULES = [
     "benchmarks.bench_core",
+    "benchmarks.bench_engine",
     "benchmarks.bench_spec",
     "benchmarks.bench_compiler",
     "benchmarks.bench_sandbox",
