@@ -108,6 +108,7 @@ def test_example_shows_every_key_of_every_section() -> None:
     text = (ROOT / "codemode.toml.example").read_text(encoding="utf-8")
     data = tomllib.loads(text)
     seen: set[str] = set(data) | {f"limits.{k}" for k in data["limits"]}
+    seen |= {f"runtime.{k}" for k in data["runtime"]}
     seen |= {f"policy.{k}" for k in data["policy"]}
     for rule in data["policy"]["rules"]:
         seen |= {f"rule.{k}" for k in rule}
@@ -118,6 +119,7 @@ def test_example_shows_every_key_of_every_section() -> None:
     expected = set(schema["properties"])
     for prefix, name in [
         ("limits", "Limits"),
+        ("runtime", "Runtime"),
         ("policy", "Policy"),
         ("rule", "PolicyRule"),
         ("mcp", "McpSource"),
