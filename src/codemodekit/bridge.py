@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from codemodekit.catalog import Catalog, ToolDefinition, tool_address
+from codemodekit.catalog import Catalog, ToolDefinition, accessor, tool_address
 from codemodekit.errors import (
     Diagnostic,
     ErrorCode,
@@ -57,13 +57,14 @@ MAX_SUGGEST_CHARS = 128
 difflib over a large catalog with a megabyte-long name held the event loop for seconds."""
 
 
-def _suggest(word: str, candidates: list[str]) -> str:
+def _suggest(word: str, candidates: list[str], shown: Callable[[str], str]) -> str:
+    """`` Did you mean `tools["deploy-api"]`?``: each candidate as code would write it."""
     if len(word) > MAX_SUGGEST_CHARS:
         return ""
     close = difflib.get_close_matches(word, candidates, n=3, cutoff=0.6)
     if not close:
         return ""
-    return " Did you mean " + " or ".join(f"`{c}`" for c in close) + "?"
+    return " Did you mean " + " or ".join(f"`{shown(c)}`" for c in close) + "?"
 
 
 def _json_size(value: Any) -> int:
@@ -146,7 +147,7 @@ class ToolBridge:
             raise self._reject(
                 ErrorCode.SOURCE_NOT_FOUND,
                 f"there is no tool source {source!r}."
-                + _suggest(source, list(catalog.sources))
+                + _suggest(source, list(catalog.sources), lambda c: "tools" + accessor(c))
                 + " Use search_tools to find tools.",
                 address=address,
                 source=source,
@@ -161,14 +162,15 @@ class ToolBridge:
                 health = self._providers[source].health()
                 raise self._reject(
                     ErrorCode.SOURCE_UNAVAILABLE,
-                    f"source {source!r} is unavailable ({health.status}); its tools are not "
+                    f"source {source!r} is {health.status}; its tools are not "
                     f"known yet. {health.message}".strip(),
                     address=address,
                     source=source,
                 )
             raise self._reject(
                 ErrorCode.TOOL_NOT_FOUND,
-                f"source {source!r} has no tool {tool!r}." + _suggest(tool, names),
+                f"source {source!r} has no tool {tool!r}."
+                + _suggest(tool, names, lambda c: tool_address(source, c)),
                 address=address,
                 source=source,
             )

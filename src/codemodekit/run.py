@@ -48,6 +48,7 @@ from codemodekit.sandbox.base import (
 )
 
 if TYPE_CHECKING:
+    from codemodekit.search import SearchResponse
     from codemodekit.spec.model import Spec
 
 log = logging.getLogger("codemodekit")
@@ -659,7 +660,7 @@ class CodeMode:
         source: str | None = None,
         detail: Literal["summary", "typescript"] = "summary",
         limit: int = 8,
-    ) -> Any:
+    ) -> SearchResponse:
         from codemodekit.search import search_catalog
 
         down = {

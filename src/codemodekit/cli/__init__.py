@@ -82,6 +82,12 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         help="the codemode.toml to use, or its folder (default: $CODEMODE_CONFIG, else the "
         "nearest codemode.toml in this folder or a parent)",
     )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="print the traceback of an unexpected error (normally one line with its id)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = None if argv is None else _chosen_command(argv)
     for name, (module, summary) in COMMANDS.items():
@@ -99,6 +105,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
+    from codemodekit.cli import common
+
+    common.VERBOSE = bool(getattr(args, "verbose", False))
     try:
         return int(args.func(args))
     except KeyboardInterrupt:

@@ -14,7 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import urlsplit
 
-from codemodekit.cli.common import add_config_argument, config_path, quiet_library_logs
+from codemodekit.cli.common import (
+    add_config_argument,
+    config_path,
+    health_message,
+    quiet_library_logs,
+)
 from codemodekit.errors import CodeModeError
 from codemodekit.limits import Limits
 from codemodekit.providers.base import HealthStatus, SourceHealth
@@ -105,9 +110,10 @@ def print_summary(spec: Spec, shown_path: str, out: TextIO) -> None:
     else:
         print("  limits:  defaults", file=out)
     print(f"  policy:  default {spec.policy.default}", file=out)
-    for index, rule in enumerate(spec.policy.rules, 1):
+    # Numbered as key paths are (`policy.rules[1].tools` in a warning is `rules[1]` here).
+    for index, rule in enumerate(spec.policy.rules):
         scope = "" if rule.read_only is None else f" (read_only = {str(rule.read_only).lower()})"
-        print(f"    {index}. {rule.tools}{scope} -> {rule.decision}", file=out)
+        print(f"    rules[{index}]: {rule.tools}{scope} -> {rule.decision}", file=out)
 
 
 def describe_source(source: SourceSpec) -> str:
@@ -210,7 +216,7 @@ def print_health(health: tuple[SourceHealth, ...], out: TextIO) -> None:
         return
     width = max(len(h.source) for h in health)
     for item in health:
-        data = item.to_json()
+        data = {**item.to_json(), "message": health_message(item)}
         line = f"  {data['source']:<{width}}  {data['status']:<11}  {data['kind']:<7}"
         line += f"  {data['tools']} tool{'s' if data['tools'] != 1 else ''}"
         if data["message"]:

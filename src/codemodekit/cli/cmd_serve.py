@@ -8,6 +8,7 @@ import contextlib
 import logging
 import os
 import signal
+import stat
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -82,6 +83,16 @@ def _token(args: argparse.Namespace) -> str | None:
     return token
 
 
+def _stdin_is_a_device() -> bool:
+    """True for ``< /dev/null`` and similar: a character device that is not a terminal, which
+    asyncio cannot watch (the server would wait forever for a client that is not there)."""
+    try:
+        mode = os.fstat(0).st_mode
+    except OSError:
+        return True  # no stdin at all
+    return stat.S_ISCHR(mode) and not os.isatty(0)
+
+
 def _run(args: argparse.Namespace) -> int:
     try:
         token = _token(args)
@@ -95,6 +106,14 @@ def _run(args: argparse.Namespace) -> int:
                     f"codemode serve: refusing to listen on {args.host} without authentication; "
                     "pass --auth-token-env VAR (or bind 127.0.0.1)",
                 )
+        if args.transport == "stdio" and _stdin_is_a_device():
+            raise CliExit(
+                2,
+                "codemode serve: standard input is not connected to an MCP client (it is "
+                "/dev/null or another device); a client such as Claude Code starts "
+                "`codemode serve` itself, with pipes (see `codemode install`), or use "
+                "--transport http",
+            )
         spec = load_config(args)
     except CliExit as stop:
         print(stop.message, file=sys.stderr)

@@ -15,6 +15,8 @@ from codemodekit.providers.base import HealthStatus, SourceHealth
 from codemodekit.spec.model import Spec
 
 DEFAULT_CONFIG = "codemode.toml"
+VERBOSE = False
+"""Set by ``--verbose``: library errors print their traceback."""
 CONFIG_ENV = "CODEMODE_CONFIG"
 
 
@@ -37,6 +39,13 @@ def add_config_argument(parser: Any) -> None:
         metavar="PATH",
         help="the codemode.toml to use, or its folder (default: $CODEMODE_CONFIG, else the "
         "nearest codemode.toml in this folder or a parent)",
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="print the traceback of an unexpected error (normally one line with its id)",
     )
 
 
@@ -105,14 +114,38 @@ def quiet_library_logs() -> None:
     logger = logging.getLogger("codemodekit")
     if not logger.handlers:
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("codemode: %(levelname)s %(message)s"))
+        handler.setFormatter(_OneLine("codemode: %(levelname)s %(message)s"))
         handler.setLevel(logging.ERROR)
         logger.addHandler(handler)
         logger.propagate = False
+
+
+class _OneLine(logging.Formatter):
+    """A log record as one line; the traceback only with ``--verbose`` (the message already
+    carries a correlation id that finds it in a host log)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        if VERBOSE or not record.exc_info:
+            return super().format(record)
+        saved = record.exc_info, record.exc_text
+        record.exc_info, record.exc_text = None, None
+        try:
+            return super().format(record) + " (run with --verbose for the traceback)"
+        finally:
+            record.exc_info, record.exc_text = saved
+
+
+def health_message(health: SourceHealth) -> str:
+    """A source's health message as a command that is about to exit should show it: a
+    background reconnect would die with the process."""
+    return health.message.removesuffix("; reconnecting in the background")
 
 
 def warn_unhealthy(health: Iterable[SourceHealth]) -> None:
     """One stderr line per source that is not fully up (the run goes on without it)."""
     for h in health:
         if h.status != HealthStatus.OK:
-            print(f"warning: source {h.source!r} is {h.status}: {h.message}", file=sys.stderr)
+            print(
+                f"warning: source {h.source!r} is {h.status}: {health_message(h)}",
+                file=sys.stderr,
+            )
