@@ -62,10 +62,10 @@ async def test_unknown_source_and_tool_suggest_the_close_name() -> None:
         missing_tool = await cm.run("await tools.github.search_issue({});")
     assert missing_source.diagnostic is not None
     assert missing_source.diagnostic.code == ErrorCode.SOURCE_NOT_FOUND
-    assert "`github`" in missing_source.diagnostic.message
+    assert "`tools.github`" in missing_source.diagnostic.message
     assert missing_tool.diagnostic is not None
     assert missing_tool.diagnostic.code == ErrorCode.TOOL_NOT_FOUND
-    assert "`search_issues`" in missing_tool.diagnostic.message
+    assert "`tools.github.search_issues`" in missing_tool.diagnostic.message
     assert missing_tool.diagnostic.tool == "tools.github.search_issue"
 
 
