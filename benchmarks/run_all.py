@@ -21,6 +21,7 @@ MODULES = [
     "benchmarks.bench_search",
     "benchmarks.bench_mcp",
     "benchmarks.bench_openapi",
+    "benchmarks.bench_yaml_load",
     "benchmarks.bench_cli",
 ]
 

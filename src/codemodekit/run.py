@@ -468,9 +468,13 @@ class CodeMode:
             health = provider.health()
             error = self._start_errors.get(name)
             if error and health.status in (HealthStatus.OK, HealthStatus.CONNECTING):
-                health = SourceHealth(name, health.kind, HealthStatus.UNAVAILABLE, error)
+                health = SourceHealth(
+                    name, health.kind, HealthStatus.UNAVAILABLE, error, detail=health.detail
+                )
             elif error and not health.message:
-                health = SourceHealth(name, health.kind, health.status, error, health.tools)
+                health = SourceHealth(
+                    name, health.kind, health.status, error, health.tools, health.detail
+                )
             out.append(health)
         return tuple(out)
 

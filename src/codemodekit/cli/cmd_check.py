@@ -222,3 +222,5 @@ def print_health(health: tuple[SourceHealth, ...], out: TextIO) -> None:
         if data["message"]:
             line += f"  ({data['message']})"
         print(line, file=out)
+        if item.detail:  # host-only: a failed child's scrubbed stderr tail
+            print(f"  {'':<{width}}  stderr: {item.detail}", file=out)

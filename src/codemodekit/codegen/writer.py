@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from codemodekit.bounded_read import UnreadableFile, read_bounded
 from codemodekit.codegen.lockfile import manifest_files
 from codemodekit.codegen.plugin import ArtifactKind, merge_generated_block
 from codemodekit.errors import CodeModeError
@@ -90,13 +91,38 @@ def _safe_relative(path: str) -> str:
     return pure.as_posix()
 
 
+MAX_GENERATED_FILE_BYTES = 64 * 1024 * 1024
+"""A file in the output folder larger than this is never read (it cannot be ours)."""
+
+
 def _read(path: Path) -> str | None:
     try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except (UnicodeDecodeError, IsADirectoryError):
+        return read_bounded(path, MAX_GENERATED_FILE_BYTES).decode("utf-8")
+    except UnreadableFile as exc:
+        if exc.missing:
+            return None
         return "\ufffd"  # never equal to generated text: the path is treated as occupied
+    except UnicodeDecodeError:
+        return "\ufffd"
+
+
+def _no_links(root: Path, path: str) -> None:
+    """Refuse a path below ``root`` that goes through (or is) a symbolic link.
+
+    ``catalog.json`` is committed, so its ``files`` list is input: ``link/x`` with ``link``
+    pointing out of the folder would make a delete or a write land outside it. Nothing
+    below the output folder is followed; the folder itself may be a link the user chose.
+    """
+    current = root
+    for part in PurePosixPath(path).parts:
+        current = current / part
+        if current.is_symlink():
+            shown = current.relative_to(root).as_posix()
+            raise ArtifactConflict(
+                f"{root}: {shown} is a symbolic link; codemode generate never follows a "
+                "link inside its output folder (a write or delete could land outside it). "
+                "Remove the link, or choose another output directory."
+            )
 
 
 def plan_write(
@@ -115,6 +141,8 @@ def plan_write(
     """
     root = Path(root)
     recovered = False
+    _no_links(root, TXN_DIR)
+    _no_links(root, manifest)
     if (root / TXN_DIR).exists():
         if not recover:
             raise ArtifactConflict(
@@ -129,6 +157,7 @@ def plan_write(
     conflicts: list[str] = []
     for raw_path in sorted(files, key=lambda p: (p == manifest, p)):
         path = _safe_relative(raw_path)
+        _no_links(root, path)
         text = files[raw_path]
         on_disk = _read(root / path)
         how = kind(path)
@@ -155,11 +184,20 @@ def plan_write(
     generated_now = {p for p in files if kind(p) == "generated"}
     deletes = []
     for path in sorted(owned - generated_now - {manifest}):
+        _no_links(root, path)
         on_disk = _read(root / path)
         if on_disk is not None:
             deletes.append(path)
             current[path] = on_disk
     return WritePlan(root, manifest, writes, tuple(deletes), tuple(unchanged), current, recovered)
+
+
+def _links_through(root: Path, path: str) -> bool:
+    try:
+        _no_links(root, path)
+    except ArtifactConflict:
+        return True
+    return False
 
 
 def _is_safe(path: str) -> bool:
@@ -176,6 +214,8 @@ def apply(plan: WritePlan) -> None:
         return
     root = plan.root
     root.mkdir(parents=True, exist_ok=True)
+    for path in (TXN_DIR, *plan.deletes, *plan.writes):
+        _no_links(root, path)  # again: the folder may have changed since planning
     txn = root / TXN_DIR
     try:
         txn.mkdir()  # also the lock: a second writer on the same folder stops here
@@ -218,6 +258,7 @@ def apply(plan: WritePlan) -> None:
 def recover_interrupted(root: Path) -> bool:
     """Finish (if committed) or roll back a transaction a killed process left behind."""
     txn = Path(root) / TXN_DIR
+    _no_links(Path(root), TXN_DIR)
     if not txn.exists():
         return False
     owner = _owner(txn)
@@ -258,7 +299,7 @@ def _rollback(root: Path) -> None:
         journal = None  # failed while staging: nothing in the output was touched yet
     if isinstance(journal, dict):
         for path, existed in reversed(journal.get("writes", [])):
-            if not _is_safe(path):
+            if not _is_safe(path) or _links_through(root, path):
                 continue
             backup, target = txn / "old" / path, root / path
             if backup.exists():
@@ -268,7 +309,7 @@ def _rollback(root: Path) -> None:
                 _prune_empty_parents(root, target)
         for path in journal.get("deletes", []):
             backup = txn / "old" / path
-            if _is_safe(path) and backup.exists():
+            if _is_safe(path) and not _links_through(root, path) and backup.exists():
                 (root / path).parent.mkdir(parents=True, exist_ok=True)
                 os.replace(backup, root / path)
     shutil.rmtree(txn, ignore_errors=True)

@@ -92,8 +92,11 @@ class SourceHealth:
     kind: str
     status: HealthStatus
     message: str = ""
-    """Sanitized: never a secret, header or environment value."""
+    """Sanitized: never a secret, header or environment value, nor an upstream's stderr."""
     tools: int = 0
+    detail: str = ""
+    """Host-only diagnostics (an MCP child's scrubbed stderr tail): for logs and
+    ``codemode check``, never shown to the model and not part of ``to_json``."""
 
     def to_json(self) -> dict[str, Any]:
         return {

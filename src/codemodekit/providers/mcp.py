@@ -31,7 +31,12 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from codemodekit import __version__
-from codemodekit.errors import SecretUnavailable, SourceUnavailable, ToolError
+from codemodekit.errors import (
+    SecretUnavailable,
+    SourceUnavailable,
+    ToolError,
+    new_correlation_id,
+)
 from codemodekit.limits import Limits
 from codemodekit.providers.base import (
     CallContext,
@@ -62,6 +67,7 @@ from codemodekit.providers.mcp_transport import (
     open_transport,
     resolve_secrets,
 )
+from codemodekit.scrub import NO_SECRETS, Scrubber
 from codemodekit.spec.model import McpHttpSource, McpStdioSource
 
 __all__ = ["McpToolProvider", "ReconnectPolicy"]
@@ -95,6 +101,9 @@ class _Connection:
     unreadable: int = 0
     """Messages that were not JSON-RPC (a server logging to stdout)."""
     tap: ListingTap = field(default_factory=ListingTap)
+    stderr_id: str = ""
+    """Correlation id under which this connection's stderr tail went to the host log."""
+    stderr_logged: str = ""
 
 
 class McpToolProvider:
@@ -123,7 +132,9 @@ class McpToolProvider:
         self._pending: _Connection | None = None
         """A connection still in its handshake or first ``tools/list``."""
         self._background: set[asyncio.Task[Any]] = set()
-        self._redact: tuple[str, ...] = ()
+        self._redact: Scrubber = NO_SECRETS
+        self._stderr = ""
+        """The last scrubbed stderr tail of a failed child: host-only (log, ``check``)."""
         self._closed = False
 
     # -- ToolProvider ---------------------------------------------------------------
@@ -210,7 +221,7 @@ class McpToolProvider:
             raise await self._lost_during_call(conn, name, type(exc).__name__) from None
         if result.is_error:
             raise ToolError(error_text(result, redact=redact))
-        return tool_output(result, max_bytes=context.max_result_bytes)
+        return tool_output(result, max_bytes=context.max_result_bytes, scrub=redact)
 
     def health(self) -> SourceHealth:
         tools = len(self._conn.discovery.tools) if self._conn is not None else 0
@@ -220,6 +231,7 @@ class McpToolProvider:
             status=self._status,
             message=self._message,
             tools=tools,
+            detail=self._stderr if self._status is not HealthStatus.OK else "",
         )
 
     async def aclose(self) -> None:
@@ -250,7 +262,8 @@ class McpToolProvider:
     async def _connect(self) -> _Connection:
         """Start one connection and discover its tools, or raise ``SourceUnavailable``."""
         try:
-            secrets, self._redact = resolve_secrets(self._config, self._environ)
+            secrets, masks = resolve_secrets(self._config, self._environ)
+            self._redact = Scrubber(masks)
         except SecretUnavailable as exc:
             raise SourceUnavailable(f"MCP source {self.name!r} is unavailable: {exc}") from None
         self._connections += 1
@@ -572,11 +585,27 @@ class McpToolProvider:
                 await asyncio.wait_for(conn.tail.closed.wait(), _STDERR_SETTLE_S)
 
     def _unavailable(self, conn: _Connection, reason: str) -> str:
+        """Why the source is down, safe for the model: never the child's own words.
+
+        A child's stderr may echo anything (its environment, a token), so its scrubbed
+        tail goes only to the host log, under a correlation id the message names, and to
+        ``health().detail`` (shown by ``codemode check``).
+        """
         text = f"MCP source {self.name!r} ({self._target}) is unavailable: {reason}"
         if conn.tail is not None:
-            tail = sanitize(conn.tail.text(), 600, self._redact)
+            tail = sanitize(conn.tail.text(self._redact), 600)
             if tail:
-                text += f"; stderr: {tail}"
+                if not conn.stderr_id:
+                    conn.stderr_id = new_correlation_id()
+                if tail != conn.stderr_logged:
+                    conn.stderr_logged = tail
+                    logger.warning(
+                        "MCP source %s stderr (correlation %s): %s", self.name, conn.stderr_id, tail
+                    )
+                self._stderr = tail
+                text += (
+                    f"; the server wrote to stderr (in the host log, correlation {conn.stderr_id})"
+                )
         return text
 
     def _unavailable_text(self) -> str:

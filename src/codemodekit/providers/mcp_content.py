@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import mcp_types as types
@@ -25,6 +25,7 @@ from codemodekit.providers.base import (
     ToolSpec,
 )
 from codemodekit.providers.mcp_transport import ListingTap
+from codemodekit.scrub import NO_SECRETS, Scrubber
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
@@ -169,10 +170,12 @@ def _block(block: Any) -> JsonObject:
     return {key: value for key, value in wire.items() if key not in ("_meta", "annotations")}
 
 
-def tool_output(result: types.CallToolResult, *, max_bytes: int) -> ToolOutput:
-    """The computation-facing result; ``ResultTooLarge`` past ``max_bytes`` of JSON."""
-    content = tuple(_block(block) for block in result.content)
-    structured = result.structured_content
+def tool_output(
+    result: types.CallToolResult, *, max_bytes: int, scrub: Scrubber = NO_SECRETS
+) -> ToolOutput:
+    """The computation-facing result, secrets masked; ``ResultTooLarge`` past ``max_bytes``."""
+    content = tuple(scrub.value(_block(block)) for block in result.content)
+    structured = scrub.value(result.structured_content)
     size = len(
         json.dumps([content, structured], ensure_ascii=False, separators=(",", ":")).encode()
     )
@@ -181,22 +184,21 @@ def tool_output(result: types.CallToolResult, *, max_bytes: int) -> ToolOutput:
     return ToolOutput(content=content, structured_content=structured)
 
 
-def error_text(result: types.CallToolResult, *, redact: Iterable[str] = ()) -> str:
+def error_text(result: types.CallToolResult, *, redact: Scrubber = NO_SECRETS) -> str:
     """The upstream refusal as a bounded, single-line-safe message."""
     texts = [block.text for block in result.content if isinstance(block, types.TextContent)]
     message = "\n".join(text for text in texts if text.strip())
     if not message and result.structured_content is not None:
-        message = json.dumps(result.structured_content, ensure_ascii=False)[:MAX_ERROR_CHARS]
+        # Scrubbed inside ``sanitize`` before it is cut, like every other text.
+        message = json.dumps(result.structured_content, ensure_ascii=False)
     return sanitize(
         message or "the tool reported an error without a message", MAX_ERROR_CHARS, redact
     )
 
 
-def sanitize(text: str, limit: int, redact: Iterable[str] = ()) -> str:
-    """Control characters removed, secrets masked, bounded with a marker."""
-    for secret in redact:
-        if secret:
-            text = text.replace(secret, "***")
+def sanitize(text: str, limit: int, redact: Scrubber = NO_SECRETS) -> str:
+    """Secrets masked first, control characters removed, then bounded with a marker."""
+    text = redact(text)
     text = _CONTROL.sub("", _ANSI.sub("", text))
     if len(text) > limit:
         text = text[: limit - 14] + " …(truncated)"
@@ -204,7 +206,7 @@ def sanitize(text: str, limit: int, redact: Iterable[str] = ()) -> str:
 
 
 def progress_text(
-    progress: float, total: float | None, message: str | None, redact: Iterable[str]
+    progress: float, total: float | None, message: str | None, redact: Scrubber
 ) -> str:
     amount = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
     text = f"{amount} {message}" if message else amount

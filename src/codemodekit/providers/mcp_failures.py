@@ -7,7 +7,6 @@ groups; a health message needs one clause a person can act on, and never a secre
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 import httpx2
@@ -17,6 +16,7 @@ from pydantic import ValidationError
 
 from codemodekit.errors import SourceUnavailable
 from codemodekit.providers.mcp_content import sanitize
+from codemodekit.scrub import Scrubber
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +35,7 @@ class ReconnectPolicy:
 
 
 def describe_connect_failure(
-    exc: BaseException, *, http_status: int | None, redact: Iterable[str]
+    exc: BaseException, *, http_status: int | None, redact: Scrubber
 ) -> str:
     """Why a connection (handshake or first ``tools/list``) failed, in one clause."""
     leaf = first_leaf(exc)

@@ -29,6 +29,7 @@ from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from codemodekit.scrub import Scrubber
 from codemodekit.spec.model import McpHttpSource, McpStdioSource, resolve_all
 
 STDERR_TAIL_BYTES = 8 * 1024
@@ -83,6 +84,8 @@ class StderrTail:
         self._limit = limit
         self._chunks: collections.deque[bytes] = collections.deque()
         self._size = 0
+        self._cut = False
+        """The oldest bytes were dropped: the buffer may start inside a secret."""
         self.closed = asyncio.Event()
         self._read_fd, self._write_fd = os.pipe()
         self._writer: TextIO | None = os.fdopen(self._write_fd, "w", closefd=True)
@@ -119,6 +122,7 @@ class StderrTail:
         while self._size > self._limit and self._chunks:
             head = self._chunks[0]
             excess = self._size - self._limit
+            self._cut = True
             if len(head) <= excess:
                 self._chunks.popleft()
                 self._size -= len(head)
@@ -126,9 +130,14 @@ class StderrTail:
                 self._chunks[0] = head[excess:]
                 self._size -= excess
 
-    def text(self, *, max_lines: int = 6, max_chars: int = 600) -> str:
-        """The newest lines, decoded leniently, control characters removed."""
+    def text(self, scrub: Scrubber, *, max_lines: int = 6, max_chars: int = 600) -> str:
+        """The newest lines, decoded leniently, secrets masked, control characters removed.
+
+        Secrets are masked in the whole buffer before any line or character is cut; a
+        piece of a secret at a start the ring buffer cut off is masked too.
+        """
         raw = b"".join(self._chunks).decode("utf-8", errors="replace")
+        raw = scrub.mask_edges(scrub(raw), start=self._cut)
         lines = [_CONTROL.sub("", _ANSI.sub("", line)).rstrip() for line in raw.splitlines()]
         lines = [line for line in lines if line.strip()][-max_lines:]
         out = " | ".join(lines)

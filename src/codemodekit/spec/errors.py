@@ -1,12 +1,13 @@
 """``SpecError``: a problem in ``codemode.toml``, shown as ``file:LINE:COL: key.path: message``.
 
 Every issue carries the offending line as an excerpt with a caret under the key or value.
-Secret-bearing strings (``env``, ``headers``, ``auth``) are masked in excerpts, and error
-messages never quote their values.
+Secret-bearing strings (``env``, ``headers``, ``auth``, and any key the format does not
+know) are masked in excerpts, and error messages never quote their values.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -40,8 +41,30 @@ def format_key(path: KeyPath) -> str:
 
 
 def is_secret_path(path: KeyPath) -> bool:
-    """``sources.NAME.env.X`` / ``headers.X`` / ``auth.X``: values never shown."""
-    return len(path) >= 4 and path[0] == "sources" and path[2] in SECRET_TABLES
+    """Values never shown: ``sources.NAME.env|headers|auth…``, and anything under a key
+    the format does not know (a misspelt ``evn``, ``header``, ``auths``, or an unknown
+    top-level table), since such a key may well hold the secret its author meant to hide.
+    """
+    if not path or not isinstance(path[0], str):
+        return False
+    top, source_keys = _plain_keys()
+    if path[0] not in top:
+        return True
+    if path[0] == "sources" and len(path) >= 3:
+        return not isinstance(path[2], str) or path[2] not in source_keys
+    return False
+
+
+@functools.cache
+def _plain_keys() -> tuple[frozenset[str], frozenset[str]]:
+    """(top-level keys, source keys) of the format whose values are not secret."""
+    from codemodekit.spec.raw import SOURCE_MODELS, RawSpec  # raw imports nothing from here
+
+    top = {field.alias or name for name, field in RawSpec.model_fields.items()}
+    source: set[str] = set()
+    for model in SOURCE_MODELS.values():
+        source |= {field.alias or name for name, field in model.model_fields.items()}
+    return frozenset(top), frozenset(source - SECRET_TABLES)
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from typing import Any, cast
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from codemodekit.bounded_read import UnreadableFile, read_bounded
 from codemodekit.limits import Limits
 from codemodekit.runtime import RuntimeOptions
 from codemodekit.spec.errors import SourceText, SpecError, SpecIssue, format_key
@@ -42,6 +43,8 @@ from codemodekit.spec.raw import (
     RawSpec,
 )
 
+MAX_SPEC_BYTES = 4 * 1024 * 1024
+"""A longer ``codemode.toml`` is refused (a link to ``/dev/zero`` must not exhaust memory)."""
 _TOML_POSITION = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)\s*$")
 _DECLARED_TWICE = re.compile(r"^Cannot declare (\(.*\)) twice$")
 _HEADER = re.compile(r"^\s*\[\[?\s*(.+?)\s*\]\]?\s*(?:#.*)?$")
@@ -51,17 +54,17 @@ def load_spec(path: str | os.PathLike[str]) -> Spec:
     """Read ``codemode.toml`` at ``path``; raise ``SpecError`` naming file, line and key."""
     file = Path(path)
     try:
-        text = file.read_bytes().decode("utf-8-sig")
-    except FileNotFoundError:
-        raise SpecError(
-            path, [SpecIssue(0, 0, "", "file not found (create one with `codemode init`)")]
-        ) from None
+        text = read_bounded(file, MAX_SPEC_BYTES).decode("utf-8-sig")
+    except UnreadableFile as exc:
+        if exc.missing:
+            message = "file not found (create one with `codemode init`)"
+        else:
+            message = f"cannot read: the file {exc.reason}"
+        raise SpecError(path, [SpecIssue(0, 0, "", message)]) from None
     except UnicodeDecodeError as exc:
         raise SpecError(
             path, [SpecIssue(0, 0, "", f"not UTF-8 text (byte {exc.start}); save it as UTF-8")]
         ) from None
-    except OSError as exc:
-        raise SpecError(path, [SpecIssue(0, 0, "", f"cannot read: {exc.strerror}")]) from None
     return parse_spec(text, file=path)
 
 
@@ -327,6 +330,7 @@ def _source(
             auth=_secrets(name, "auth", auth),
             include=tuple(item.include),
             exclude=tuple(item.exclude),
+            timeout_ms=item.timeout_ms,
         )
     return PythonSource(
         name=name, module=item.module, path=tuple(_path(root, p) for p in item.path)

@@ -141,6 +141,8 @@ class OpenApiSource:
     include: tuple[str, ...] = ()
     """Globs over operation names; empty means every operation."""
     exclude: tuple[str, ...] = ()
+    timeout_ms: int | None = None
+    """Bound on loading the document at start; ``None`` means 60 s."""
     kind: Literal["openapi"] = "openapi"
 
 

@@ -344,6 +344,12 @@ class RawOpenApiSource(_Raw):
         "Globs over operation names to drop (applied after `include`).",
         'exclude = ["deletePet"]',
     )
+    timeout_ms: PositiveInt | None = _field(
+        None,
+        "Timeout in milliseconds for reading and checking the document at start; absent "
+        "means the library default (60000).",
+        "timeout_ms = 120000",
+    )
 
 
 class RawPythonSource(_Raw):

@@ -54,7 +54,10 @@ async def test_crash_mid_call_fails_the_call_reaps_the_child_and_reconnects(tmp_
             await mcp.call_tool("crash", {"marker": str(calls)}, context())
         message = str(caught.value)
         assert "not retried" in message
-        assert "fatal: crashing on purpose" in message  # the stderr tail
+        # The stderr tail is host-only: in health().detail (and the log), not the message.
+        assert "fatal: crashing on purpose" not in message
+        assert "correlation" in message
+        assert "fatal: crashing on purpose" in mcp.health().detail
         await eventually(lambda: not pid_alive(pid), "the crashed child is reaped (no zombie)")
         await eventually(lambda: bool(changes.seen), "a reconnect announces the fresh discovery")
         assert mcp.health().status == HealthStatus.OK
@@ -73,8 +76,8 @@ async def test_crash_while_down_stays_unavailable_then_comes_back(tmp_path: Path
         with pytest.raises(SourceUnavailable):
             await mcp.call_tool("crash", {}, context())
         await eventually(
-            lambda: "test server is down" in mcp.health().message,
-            "reconnect attempts report the stderr tail",
+            lambda: "test server is down" in mcp.health().detail,
+            "reconnect attempts report the stderr tail (host-only)",
         )
         assert mcp.health().status == HealthStatus.UNAVAILABLE
         with pytest.raises(SourceUnavailable) as fast:
@@ -94,7 +97,8 @@ async def test_server_down_at_start_reports_stderr_then_reconnects(tmp_path: Pat
     async with provider(stdio_source("late", "--down-file", str(down))) as mcp:
         with pytest.raises(SourceUnavailable) as caught:
             await mcp.start(changes)
-        assert "test server is down" in str(caught.value)
+        assert "test server is down" not in str(caught.value)
+        assert "test server is down" in mcp.health().detail
         down.unlink()
         await eventually(lambda: bool(changes.seen), "on_change after the background reconnect")
         assert mcp.health().status == HealthStatus.OK
@@ -106,7 +110,7 @@ async def test_hanging_server_times_out_and_leaves_no_process() -> None:
         with pytest.raises(SourceUnavailable) as caught:
             await mcp.start(Changes())
         assert "within 1.5s" in str(caught.value)
-        assert "test server starting" in str(caught.value)
+        assert "test server starting" in mcp.health().detail
     # aclose ran: nothing of ours is still running the hang script.
     assert not _children_running("--fault")
 
@@ -170,9 +174,10 @@ async def test_stderr_tail_is_bounded_and_keeps_the_last_words(tmp_path: Path) -
     ) as mcp:
         with pytest.raises(SourceUnavailable) as caught:
             await mcp.start(Changes())
+        detail = mcp.health().detail
     message = str(caught.value)
-    assert "test server is down" in message
-    assert len(message) < 1_500
+    assert "test server is down" in detail
+    assert len(message) < 1_500 and len(detail) < 1_500
 
 
 async def test_secret_printed_on_stderr_is_masked(tmp_path: Path) -> None:
@@ -185,8 +190,8 @@ async def test_secret_printed_on_stderr_is_masked(tmp_path: Path) -> None:
     async with provider(config, environ={"CM_T": secret}) as mcp:
         with pytest.raises(SourceUnavailable) as caught:
             await mcp.start(Changes())
-        assert "token was ***" in str(caught.value)
-        assert secret not in str(caught.value)
+        assert "token was ***" in mcp.health().detail
+        assert secret not in str(caught.value) + mcp.health().detail
         assert secret not in mcp.health().message
 
 

@@ -19,7 +19,9 @@ from urllib.parse import unquote, urldefrag, urlparse
 
 import yaml
 
+from codemodekit.bounded_read import UnreadableFile, read_bounded
 from codemodekit.errors import SourceUnavailable
+from codemodekit.providers.openapi.yaml_load import YamlBudgetExceeded, load_yaml
 
 log = logging.getLogger(__name__)
 
@@ -35,16 +37,6 @@ class UnresolvedRef(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-class _Loader(yaml.SafeLoader):
-    """Safe YAML without implicit timestamps: a date-looking example stays a string."""
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
 
 
 def _jsonify(value: Any) -> Any:
@@ -70,16 +62,27 @@ def _key(key: Any) -> str:
     return str(key)
 
 
-def parse_text(text: str, *, name: str) -> Any:
-    """JSON when it parses as JSON, YAML otherwise (YAML 1.1 is a superset in practice)."""
+def parse_text(text: str, *, name: str, deadline: float | None = None) -> Any:
+    """JSON when it parses as JSON, YAML otherwise (YAML 1.1 is a superset in practice).
+
+    YAML is loaded within budgets (aliases, depth, ``deadline``: see ``yaml_load``).
+    """
     stripped = text.lstrip()
-    if stripped.startswith(("{", "[")):
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError:
-            pass  # YAML flow style also starts with "{"
     try:
-        return _jsonify(yaml.load(text, Loader=_Loader))
+        if stripped.startswith(("{", "[")):
+            try:
+                return json.loads(text)
+            except json.JSONDecodeError:
+                pass  # YAML flow style also starts with "{"
+        return _jsonify(load_yaml(text, deadline=deadline))
+    except YamlBudgetExceeded as exc:
+        raise SourceUnavailable(f"{name}: {exc}") from None
+    except RecursionError:
+        raise SourceUnavailable(f"{name}: the document nests too deeply to be read") from None
+    except TimeoutError:
+        raise SourceUnavailable(
+            f"{name}: reading the document took longer than the source's timeout_ms"
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
@@ -87,28 +90,18 @@ def parse_text(text: str, *, name: str) -> Any:
         raise SourceUnavailable(f"{name}{where}: cannot parse the document: {problem}") from None
 
 
-def read_file(path: Path) -> Any:
+def read_file(path: Path, deadline: float | None = None) -> Any:
     try:
-        size = path.stat().st_size
-    except OSError as exc:
+        raw = read_bounded(path, MAX_DOCUMENT_BYTES)
+    except UnreadableFile as exc:
         raise SourceUnavailable(
-            f"{path}: cannot read the OpenAPI document ({exc.strerror or 'not found'})"
-        ) from None
-    if size > MAX_DOCUMENT_BYTES:
-        raise SourceUnavailable(
-            f"{path}: document is {size} bytes, over the {MAX_DOCUMENT_BYTES} byte limit"
-        )
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise SourceUnavailable(
-            f"{path}: cannot read the OpenAPI document ({exc.strerror})"
+            f"{path}: cannot read the OpenAPI document: it {exc.reason}"
         ) from None
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise SourceUnavailable(f"{path}: the document is not UTF-8 text") from None
-    return parse_text(text, name=str(path))
+    return parse_text(text, name=str(path), deadline=deadline)
 
 
 def escape_pointer_token(token: str) -> str:
@@ -342,10 +335,13 @@ def _short(message: str) -> str:
     return message if len(message) <= 300 else message[:297] + "..."
 
 
-def load_document(path: Path) -> OpenApiDocument:
-    """Read, parse and check ``path``. Raises ``SourceUnavailable`` with a precise reason."""
+def load_document(path: Path, *, deadline: float | None = None) -> OpenApiDocument:
+    """Read, parse and check ``path``. Raises ``SourceUnavailable`` with a precise reason.
+
+    ``deadline`` (a ``time.monotonic()`` value) bounds the parse of a large document.
+    """
     name = path.name
-    root = read_file(path)
+    root = read_file(path, deadline)
     version = detect_version(root, str(path))
     check_structure(root, version, name)
     return OpenApiDocument(path=path, root=root, version=version)

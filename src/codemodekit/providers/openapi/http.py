@@ -29,6 +29,7 @@ from codemodekit.providers.openapi.bodies import encode_body
 from codemodekit.providers.openapi.operations import OperationPlan, origin_of
 from codemodekit.providers.openapi.parameters import Wire, serialize
 from codemodekit.providers.openapi.security import Credentials, MissingCredentials
+from codemodekit.scrub import Scrubber
 
 MAX_REDIRECTS = 3
 MAX_EXCERPT = 500
@@ -56,31 +57,6 @@ def make_client(timeout_s: float, transport: httpx.AsyncBaseTransport | None) ->
         transport=transport,
         headers={"User-Agent": USER_AGENT},
     )
-
-
-class Scrubber:
-    """Removes every form of a credential from text that may reach the model or a log."""
-
-    def __init__(self, secrets: list[str]) -> None:
-        self._secrets = secrets
-
-    def __call__(self, text: str) -> str:
-        for secret in self._secrets:
-            if secret in text:
-                text = text.replace(secret, "***")
-        return text
-
-    def value(self, value: Any) -> Any:
-        """Scrub every string of a decoded JSON value (an API that echoes the request)."""
-        if not self._secrets:
-            return value
-        if isinstance(value, str):
-            return self(value)
-        if isinstance(value, list):
-            return [self.value(v) for v in value]
-        if isinstance(value, dict):
-            return {self(k): self.value(v) for k, v in value.items()}
-        return value
 
 
 class _HttpxLogScrubber(logging.Filter):
@@ -351,16 +327,19 @@ async def _raise_status(
     status = response.status_code
     reason = response.reason_phrase or ""
     excerpt = ""
+    bound = min(context.max_result_bytes, 16 * 1024)
     try:
-        data = await _read_prefix(response, min(context.max_result_bytes, 16 * 1024))
+        data = await _read_prefix(response, bound)
     except httpx.HTTPError:
         data = b""
     if data:
         media, charset = _media(response)
-        text = _text(data, charset)
+        # Scrub before anything is cut; the read bound may itself have cut through a secret.
+        text = scrub.mask_edges(scrub(_text(data, charset)), end=len(data) >= bound)
         if _is_json(media):
             with contextlib.suppress(ValueError):
-                text = json.dumps(json.loads(text), separators=(",", ":"), ensure_ascii=False)
+                value = scrub.value(json.loads(text))  # strings decoded: escapes are gone
+                text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
         if media == "text/html":
             # Tags, comments, scripts and a tag cut open by the prefix bound go.
             text = re.sub(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,9 +27,13 @@ from codemodekit.providers.openapi import http
 from codemodekit.providers.openapi.document import OpenApiDocument, load_document
 from codemodekit.providers.openapi.operations import OperationPlan, build, source_base_url
 from codemodekit.providers.openapi.security import AUTH_KEYS, Credentials
+from codemodekit.scrub import Scrubber
 from codemodekit.spec.model import OpenApiSource
 
 log = logging.getLogger("codemodekit.providers.openapi")
+
+DEFAULT_LOAD_TIMEOUT_S = 60.0
+"""Bound on reading and checking a document when the source sets no ``timeout_ms``."""
 
 
 class OpenApiToolProvider:
@@ -62,7 +67,7 @@ class OpenApiToolProvider:
         self._plans: Mapping[str, OperationPlan] = {}
         self._base_url = ""
         self._credentials = Credentials({})
-        self._scrub = http.Scrubber([])
+        self._scrub = Scrubber([])
         self._status = HealthStatus.CONNECTING
         self._message = ""
         self._tools = 0
@@ -85,8 +90,23 @@ class OpenApiToolProvider:
         del on_change  # the document is static: the tool list never changes while running
         if self._status == HealthStatus.CLOSED:
             raise SourceUnavailable(closed_message(self._config.name))
+        timeout_s = (
+            self._config.timeout_ms / 1000
+            if self._config.timeout_ms is not None
+            else DEFAULT_LOAD_TIMEOUT_S
+        )
         try:
-            discovery = await asyncio.to_thread(self._load)
+            # The loading thread checks the deadline itself, so it stops soon after too.
+            deadline = time.monotonic() + timeout_s
+            async with asyncio.timeout(timeout_s + 1):
+                discovery = await asyncio.to_thread(self._load, deadline)
+        except TimeoutError:
+            self._status = HealthStatus.UNAVAILABLE
+            self._message = (
+                f"{self._config.document.name}: reading the document took longer than "
+                f"{timeout_s:g}s (timeout_ms)"
+            )
+            raise SourceUnavailable(self._message) from None
         except SourceUnavailable as exc:
             self._status, self._message = HealthStatus.UNAVAILABLE, str(exc)
             raise
@@ -99,9 +119,9 @@ class OpenApiToolProvider:
             self._message = f"{len(discovery.skipped)} operation(s) skipped"
         return discovery
 
-    def _load(self) -> Discovery:
+    def _load(self, deadline: float | None = None) -> Discovery:
         config = self._config
-        document = load_document(config.document)
+        document = load_document(config.document, deadline=deadline)
         base_url = source_base_url(document, config.base_url, config.name)
         # A ${VAR} that is not set fails the calls that need it, never the listing: the tool
         # list must not depend on which credentials this machine has (ADR 0021).
@@ -131,7 +151,7 @@ class OpenApiToolProvider:
         self._plans = built.plans
         self._credentials = Credentials(values, unset)
         http.unwatch_logs(self._scrub)
-        self._scrub = http.Scrubber(self._credentials.secrets())
+        self._scrub = Scrubber(self._credentials.secrets())
         http.watch_logs(self._scrub)
         return built.discovery
 
