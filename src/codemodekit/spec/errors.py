@@ -7,6 +7,7 @@ know) are masked in excerpts, and error messages never quote their values.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import json
 import os
@@ -41,18 +42,38 @@ def format_key(path: KeyPath) -> str:
 
 
 def is_secret_path(path: KeyPath) -> bool:
-    """Values never shown: ``sources.NAME.env|headers|auth…``, and anything under a key
-    the format does not know (a misspelt ``evn``, ``header``, ``auths``, or an unknown
-    top-level table), since such a key may well hold the secret its author meant to hide.
+    """Values never shown: ``sources.NAME.env|headers|auth…``, and values under an unknown
+    key that may be a misspelt secret table: one close to ``env``/``headers``/``auth``
+    (``evn``, ``header``, ``auths``) at any level, or a key beside a source's secret tables
+    that resembles no key of the format (``token``). A plain typo of a plain key
+    (``nmae``, ``modul``) stays readable.
     """
     if not path or not isinstance(path[0], str):
         return False
     top, source_keys = _plain_keys()
-    if path[0] not in top:
+    head = path[0]
+    if head == "sources":
+        if len(path) < 3 or not isinstance(path[2], str):
+            return False
+        key = path[2]
+        if key in SECRET_TABLES:
+            return True
+        if key in source_keys:
+            return False
+        rest = path[2:]
+    elif head in top:
+        return False
+    else:
+        if not _close(head, top):
+            return True  # an unknown table that resembles nothing: it may hold anything
+        rest = path[1:]
+    if any(isinstance(part, str) and _close(part, SECRET_TABLES) for part in rest):
         return True
-    if path[0] == "sources" and len(path) >= 3:
-        return not isinstance(path[2], str) or path[2] not in source_keys
-    return False
+    return head == "sources" and not _close(str(path[2]), source_keys)
+
+
+def _close(word: str, choices: frozenset[str]) -> bool:
+    return word in choices or bool(difflib.get_close_matches(word, choices, n=1, cutoff=0.6))
 
 
 @functools.cache
