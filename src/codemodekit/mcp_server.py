@@ -176,6 +176,9 @@ def run_result_to_mcp(result: RunResult, code: str) -> types.CallToolResult:
     """A ``RunResult`` as an MCP tool result (see the module docstring)."""
     structured = result.to_json()
     logs = _logs_text(result)
+    if result.warnings:
+        hints = "\n".join(f"warning: {w}" for w in result.warnings)
+        logs = hints if logs is None else f"{hints}\n{logs}"
     if result.ok:
         text = json.dumps(result.value, ensure_ascii=False, default=str)
         content = [types.TextContent(type="text", text=text)]

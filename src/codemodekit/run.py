@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -61,6 +62,12 @@ PROGRESS_BURST = 10
 PROGRESS_PER_SECOND = 10.0
 """Progress is bounded in rate as well as count (``Limits.progress_events``); events over
 the rate are dropped, never delayed, and ``finished`` is always delivered."""
+
+NO_RETURN_HINT = (
+    "the code called tools but has no `return` statement, so the result is null: "
+    "return the value you need (`return await tools...`)"
+)
+_RETURN = re.compile(r"\breturn\b")
 
 PROGRESS_CLOSE_S = 1.0
 """How long a run's end waits for a slow progress consumer to take its last events."""
@@ -117,6 +124,9 @@ class RunResult:
     """Tool-call time, summed over the run's calls (concurrent calls each count)."""
     queue_ms: float = 0.0
     """Time the run waited for a sandbox worker (admission control)."""
+    warnings: tuple[str, ...] = ()
+    """Short hints about likely mistakes that did not fail the run (or that explain a
+    failure): a forgotten ``await``, no ``return`` in code that called tools."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -126,6 +136,7 @@ class RunResult:
             "logs": [entry.to_json() for entry in self.logs],
             "tool_calls": self.tool_calls,
             "catalog_revision": self.catalog_revision,
+            "warnings": list(self.warnings),
             "timings": {
                 "duration_ms": round(self.duration_ms, 3),
                 "compile_ms": round(self.compile_ms, 3),
@@ -572,8 +583,10 @@ class CodeMode:
             value: Any = None,
             logs: tuple[LogEntry, ...] = (),
             diagnostic: Diagnostic | None = None,
+            warnings: tuple[str, ...] = (),
         ) -> RunResult:
             return RunResult(
+                warnings=warnings,
                 ok=ok,
                 execution_id=execution_id,
                 value=value,
@@ -624,9 +637,19 @@ class CodeMode:
                         ErrorCode.CANCELLED, "the run was cancelled by its caller"
                     ),
                 )
+            warnings = outcome.warnings
+            if (
+                outcome.ok
+                and outcome.value is None
+                and bridge.calls_started
+                and not _RETURN.search(code)
+            ):
+                warnings += (NO_RETURN_HINT,)
             if outcome.ok:
-                return result(True, value=outcome.value, logs=outcome.logs)
-            return result(False, logs=outcome.logs, diagnostic=outcome.diagnostic)
+                return result(True, value=outcome.value, logs=outcome.logs, warnings=warnings)
+            return result(
+                False, logs=outcome.logs, diagnostic=outcome.diagnostic, warnings=warnings
+            )
         except asyncio.CancelledError:
             raise
         except Exception:

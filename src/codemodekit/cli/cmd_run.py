@@ -147,6 +147,8 @@ def _print_human(result: Any, code: str, filename: str) -> None:
 
     for entry in result.logs:
         print(f"[{entry.level}] {entry.message}", file=sys.stderr)
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     if result.ok:
         value = result.value
         if isinstance(value, str):

@@ -198,4 +198,5 @@ def _outcome(step: Step, rejected: dict[int, Diagnostic]) -> SandboxOutcome:
         logs=step.logs,
         compute_ms=step.compute_ms,
         compile_ms=step.compile_ms,
+        warnings=step.warnings,
     )

@@ -44,7 +44,11 @@ log = logging.getLogger("codemodekit.sandbox")
 
 _FRAME = re.compile(r"^\s*at (?:(?P<name>.*?) \()?<input>:(?P<line>\d+):(?P<column>\d+)\)?\s*$")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_LEVELS = frozenset({"log", "info", "warn", "error", "debug", "truncated"})
+_LEVELS = frozenset({"log", "info", "warn", "error", "debug", "truncated", "hint"})
+HINT = "hint"
+MAX_HINTS = 8
+MAX_HINT_CHARS = 500
+"""Entries of this level are the run's warnings (prelude hints), not console output."""
 
 
 @cache
@@ -103,6 +107,8 @@ class Step:
     logs: tuple[LogEntry, ...] = ()
     compute_ms: float = 0.0
     compile_ms: float = 0.0
+    warnings: tuple[str, ...] = ()
+    """Hints about likely mistakes (a forgotten ``await``), from the prelude."""
 
 
 def _well_formed(value: Any) -> Any:
@@ -370,7 +376,9 @@ class Engine:
 
     def _with_logs(self, step: Step) -> Step:
         step.compute_ms = min(self._used, self._budget) * 1000
-        step.logs = self._read_logs()
+        entries = self._read_logs()
+        step.logs = tuple(e for e in entries if e.level != HINT)
+        step.warnings = tuple(e.message for e in entries if e.level == HINT)
         self.close()
         return step
 
@@ -388,9 +396,10 @@ class Engine:
             return (LogEntry("truncated", "… the logs could not be read after the failure …"),)
         # The prelude bounds the logs; the host checks again rather than trust the sandbox.
         entries: list[LogEntry] = []
+        hints = 0  # hints come first and are bounded on their own, not by the log limits
         budget = 2 * self.limits.log_bytes + 1024  # room for the marker and cut suffixes
         for item in raw if isinstance(raw, list) else ():
-            if len(entries) >= self.limits.log_entries:
+            if len(entries) - hints >= self.limits.log_entries:
                 break
             if not (
                 isinstance(item, list)
@@ -400,6 +409,11 @@ class Engine:
             ):
                 continue
             message = _well_formed(item[1])
+            if item[0] == HINT:
+                if hints < MAX_HINTS:
+                    hints += 1
+                    entries.append(LogEntry(HINT, message[:MAX_HINT_CHARS]))
+                continue
             budget -= len(message.encode("utf-8"))
             if budget < 0:
                 break

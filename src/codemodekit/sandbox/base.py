@@ -75,6 +75,8 @@ class SandboxOutcome:
     """Compile time, when the sandbox compiled the TypeScript itself (``run_source``)."""
     queue_ms: float = 0.0
     """Time the run waited for a sandbox worker before its JavaScript could start."""
+    warnings: tuple[str, ...] = ()
+    """Hints about likely mistakes (an un-awaited tool call), for ``RunResult.warnings``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -88,6 +88,14 @@
   api.weakSetHas = WeakSet.prototype.has;
   api.weakSetAdd = WeakSet.prototype.add;
   api.toolInfo = () => undefined; // replaced by the calls module
+  api.isToolPromise = () => false; // replaced by the calls module
+  api.awaitHint = () => "";
+  api.Proxy = Proxy;
+  api.promiseThen = Promise.prototype.then;
+  api.promiseFinally = Promise.prototype.finally;
+  api.objectToString = O.prototype.toString;
+  api.objectValueOf = O.prototype.valueOf;
+  api.toStringTag = Symbol.toStringTag;
   api.logEntries = 100;
   api.logBytes = 65536;
   api.program = "";
@@ -437,7 +445,16 @@
     if (value === undefined) return '{"k":"undefined"}';
     let json;
     try {
-      json = stringify(value);
+      if (modules.calls === undefined) json = stringify(value);
+      else {
+        // Count tool-call promises in the value: each would silently become {}.
+        let promises = 0;
+        json = stringify(value, (_key, v) => {
+          if (typeof v === "object" && v !== null && api.isToolPromise(v)) promises++;
+          return v;
+        });
+        if (promises > 0) api.returnedPromises(promises);
+      }
     } catch (e) {
       return load("failure").unserializable(e, value);
     }
@@ -446,7 +463,14 @@
     if (json.length > maxUnits) return '{"k":"toolarge","units":' + json.length + "}";
     return "J" + json;
   };
-  commands.logs = () => (modules.console === undefined ? "[]" : modules.console.logs());
+  // The console's entries, after the calls module's hints (level "hint"), which the host
+  // takes out as the run's warnings.
+  commands.logs = () => {
+    const logs = modules.console === undefined ? "[]" : modules.console.logs();
+    const hints = modules.calls === undefined ? "" : modules.calls.hints();
+    if (hints === "") return logs;
+    return "[" + hints + (logs === "[]" ? "]" : "," + apply(api.slice, logs, [1]));
+  };
   freeze(commands);
 
   return named("codemode$port", function (command, a, b, c, d) {

@@ -77,15 +77,18 @@
   };
   // The program offset of a 1-based line and column (line starts are found once).
   let lineStarts;
+  let lineCount = 0;
   const offsetOf = (line, column) => {
     if (lineStarts === undefined) {
-      lineStarts = [0];
+      lineStarts = api.record();
+      lineStarts[0] = 0;
+      lineCount = 1;
       const text = api.program;
       for (let at = apply(indexOf, text, ["\n"]); at >= 0; at = apply(indexOf, text, ["\n", at + 1])) {
-        lineStarts[lineStarts.length] = at + 1;
+        lineStarts[lineCount++] = at + 1;
       }
     }
-    return line >= 1 && line <= lineStarts.length ? lineStarts[line - 1] + column - 1 : -1;
+    return line >= 1 && line <= lineCount ? lineStarts[line - 1] + column - 1 : -1;
   };
   // Whether the member chain starting at the site's position is directly called, as in
   // `tools.fs.write(…)` (not `const f = tools.fs.write;`, read for a later call).
@@ -157,6 +160,112 @@
   let outEnd = 0;
   let nextId = 0;
 
+  // ---- hints for common mistakes (a forgotten `await`) ------------------------------
+  // A call returns a proxy of its promise: `await`, then/catch/finally and Promise.all work
+  // as usual (they read `then`, which marks the promise observed); any other property read
+  // is a mistake (`tools.x.y({}).content`) and is noted. At the end of the run the host gets
+  // short hints: such reads, failed calls nobody awaited or caught, calls still running.
+  const MAX_HINTS = 8;
+  // Records, not arrays: an indexed write to an array could meet a setter user code put
+  // on Array.prototype.
+  const hintList = api.record();
+  let hintCount = 0;
+  const hintSeen = api.record();
+  const hint = (text) => {
+    if (hintSeen[text] === undefined && hintCount < MAX_HINTS) {
+      hintSeen[text] = true;
+      hintList[hintCount++] = text;
+    }
+  };
+  const watched = new api.WeakMap(); // proxy -> its watch record
+  const failedUnobserved = api.record(); // watch records of rejected calls (checked at the end)
+  let failedCount = 0;
+  let readHint = ""; // the latest property read on a promise, for the failure's message
+  const promiseThen = api.promiseThen;
+  const promiseFinally = api.promiseFinally;
+  const watch = (promise, address) => {
+    const w = api.record();
+    w.address = address;
+    w.observed = false;
+    w.failed = "";
+    w.settled = false;
+    const methods = api.record();
+    methods.then = api.named("then", function (onFulfilled, onRejected) {
+      w.observed = true;
+      return apply(promiseThen, promise, [onFulfilled, onRejected]);
+    });
+    methods.catch = api.named("catch", function (onRejected) {
+      w.observed = true;
+      return apply(promiseThen, promise, [undefined, onRejected]);
+    });
+    methods.finally = api.named("finally", function (onFinally) {
+      w.observed = true;
+      return apply(promiseFinally, promise, [onFinally]);
+    });
+    methods.constructor = api.Promise;
+    methods.toString = api.objectToString;
+    methods.toLocaleString = api.objectToString;
+    methods.valueOf = api.objectValueOf;
+    const handler = api.record();
+    handler.get = api.named("codemode$promiseGet", (_target, key) => {
+      if (typeof key !== "string") return key === api.toStringTag ? "Promise" : undefined;
+      const method = methods[key];
+      if (method !== undefined) {
+        if (key === "then" || key === "catch" || key === "finally") w.observed = true;
+        return method;
+      }
+      if (key === "toJSON") return undefined;
+      readHint =
+        "`." + key + "` was read from the promise of " + address + ", not from its result";
+      hint(readHint + ": did you forget `await`?");
+      return undefined;
+    });
+    const refuse = api.named("codemode$refuse", () => false);
+    handler.set = handler.defineProperty = handler.deleteProperty = refuse;
+    const proxy = new api.Proxy(promise, handler);
+    apply(api.weakMapSet, watched, [proxy, w]);
+    return [proxy, w];
+  };
+  api.isToolPromise = (v) => apply(api.weakMapGet, watched, [v]) !== undefined;
+  api.toolPromiseText = (v) => {
+    const w = apply(api.weakMapGet, watched, [v]);
+    hint("a tool call's promise was logged instead of its result (" + w.address +
+      "): did you forget `await`?");
+    return "Promise { <" + (w.settled ? "settled" : "pending") + " " + w.address + "> }";
+  };
+  api.returnedPromises = (n) => {
+    hint("the returned value holds " + n + " tool call promise" + (n === 1 ? "" : "s") +
+      " (each becomes {}): did you forget `await` (`await Promise.all([...])`)?");
+  };
+  api.awaitHint = () => readHint;
+  const failed = (w, code, message) => {
+    w.failed = code + ": " + message;
+    if (failedCount < 64) failedUnobserved[failedCount++] = w;
+  };
+  const hints = () => {
+    for (let i = 0; i < failedCount; i++) {
+      const w = failedUnobserved[i];
+      if (!w.observed) {
+        const why = w.failed.length > 200 ? apply(slice, w.failed, [0, 199]) + "…" : w.failed;
+        hint(w.address + " failed (" + why + ") but nothing awaited or caught it: " +
+          "did you forget `await`?");
+      }
+    }
+    const ids = api.getOwnPropertyNames(pending);
+    for (let i = 0; i < ids.length; i++) {
+      const w = pending[ids[i]][5];
+      if (!w.observed) {
+        hint(w.address + " was still running when the run ended and was cancelled " +
+          "(nothing awaited it): did you forget `await`?");
+      }
+    }
+    let out = "";
+    for (let i = 0; i < hintCount; i++) {
+      out += (i > 0 ? "," : "") + '["hint",' + stringify(hintList[i]) + "]";
+    }
+    return out;
+  };
+
   const call = api.named("codemode$call", (ns, name, args) => {
     const site = siteOf(ns, name);
     let json;
@@ -174,17 +283,25 @@
       info.message = "the arguments for " + address + " are not JSON-serializable: " + problem;
       info.tool = address;
       info.source = ns;
-      return apply(api.promiseReject, api.Promise, [toolError(info, site, 0)]);
+      const watchedReject = watch(
+        apply(api.promiseReject, api.Promise, [toolError(info, site, 0)]),
+        address,
+      );
+      watchedReject[1].settled = true;
+      failed(watchedReject[1], info.code, info.message);
+      return watchedReject[0];
     }
     const id = ++nextId;
-    const slot = api.setPrototypeOf([undefined, undefined, site, ns, name], null);
+    const slot = api.setPrototypeOf([undefined, undefined, site, ns, name, undefined], null);
     const promise = new api.Promise((resolve, reject) => {
       slot[0] = resolve;
       slot[1] = reject;
     });
+    const watchedCall = watch(promise, "tools" + accessor(ns) + accessor(name));
+    slot[5] = watchedCall[1];
     pending[id] = slot;
     outbox[outEnd++] = "[" + id + "," + stringify(ns) + "," + stringify(name) + "," + json + "]";
-    return promise;
+    return watchedCall[0];
   });
 
   // At most `max` calls per slice, so a flood of calls never floods the host at once;
@@ -220,6 +337,8 @@
       " (nested too deeply for stack_bytes?)";
     info.tool = address;
     info.source = slot[3];
+    slot[5].settled = true;
+    failed(slot[5], info.code, info.message);
     slot[1](toolError(info, slot[2], 0));
   };
 
@@ -238,8 +357,12 @@
       const slot = pending[item[0]];
       if (slot === undefined) continue;
       delete pending[item[0]];
+      slot[5].settled = true;
       if (item[1] === 1) slot[0](item[2]);
-      else slot[1](toolError(item[2], slot[2], item[0]));
+      else {
+        failed(slot[5], item[2].code, item[2].message);
+        slot[1](toolError(item[2], slot[2], item[0]));
+      }
     }
   };
 
@@ -248,5 +371,6 @@
   m.seen = seen;
   m.drain = drain;
   m.settle = settle;
+  m.hints = hints;
   return api.freeze(m);
 })

@@ -64,6 +64,7 @@
       return n ? "[Function: " + n + "]" : "[Function (anonymous)]";
     }
     if (v === null) return "null";
+    if (api.isToolPromise(v)) return api.toolPromiseText(v);
     try {
       if (v instanceof api.Error) return apply(api.errorToString, v, []);
     } catch (_) {

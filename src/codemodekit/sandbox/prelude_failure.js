@@ -41,7 +41,11 @@
         isError = false;
       }
       const name = read(e, "name");
-      const message = read(e, "message");
+      let message = read(e, "message");
+      const readHint = api.awaitHint();
+      if (readHint !== "" && name === "TypeError") {
+        message += " (did you forget `await`? " + readHint + ")";
+      }
       if (isError || name || message) {
         return (
           '{"k":"error","name":' + stringify(name) + ',"message":' + stringify(message) +
