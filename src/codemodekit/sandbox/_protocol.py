@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from codemodekit.errors import Diagnostic, ErrorCode, Location
-from codemodekit.sandbox._engine import Step
+from codemodekit.sandbox._engine import MAX_HINT_CHARS, MAX_HINTS, Step
 from codemodekit.sandbox.base import LogEntry
 
 MAX_FRAME_BYTES = 256 * 1024 * 1024
@@ -45,6 +45,7 @@ def encode_step(step: Step, cpu_s: float, rss: int = 0) -> bytes:
         "u": cpu_s,
         "g": step.diagnostic.to_json() if step.diagnostic is not None else None,
         "l": [[entry.level, entry.message] for entry in step.logs],
+        "w": list(step.warnings),
     }
     lines = [json.dumps(header), step.value_json or "", *step.call_lines]
     return "\n".join(lines).encode("utf-8", "surrogatepass")
@@ -67,10 +68,17 @@ def decode_step(payload: bytes) -> tuple[Step, float, int]:
             compile_ms=float(header["k"]),
             diagnostic=decode_diagnostic(header["g"]) if header.get("g") is not None else None,
             logs=tuple(_log(item) for item in header["l"]),
+            warnings=_warnings(header.get("w") or ()),
         )
         return step, float(header["u"]), int(header["r"])
     except (ValueError, KeyError, TypeError, RecursionError) as exc:
         raise ProtocolFault(f"malformed step: {exc!r:.200}") from None
+
+
+def _warnings(items: Any) -> tuple[str, ...]:
+    if not isinstance(items, list | tuple) or not all(isinstance(w, str) for w in items):
+        raise ValueError("bad warnings")
+    return tuple(w[:MAX_HINT_CHARS] for w in items[:MAX_HINTS])
 
 
 def _optional_int(value: Any) -> int | None:
