@@ -106,6 +106,7 @@ def _run(args: argparse.Namespace) -> int:
                     f"codemode serve: refusing to listen on {args.host} without authentication; "
                     "pass --auth-token-env VAR (or bind 127.0.0.1)",
                 )
+        spec = load_config(args)
         if args.transport == "stdio" and _stdin_is_a_device():
             raise CliExit(
                 2,
@@ -114,7 +115,6 @@ def _run(args: argparse.Namespace) -> int:
                 "`codemode serve` itself, with pipes (see `codemode install`), or use "
                 "--transport http",
             )
-        spec = load_config(args)
     except CliExit as stop:
         print(stop.message, file=sys.stderr)
         return stop.code
