@@ -16,7 +16,7 @@ import inspect
 import logging
 import re
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
@@ -123,11 +123,14 @@ def _compile_glob(pattern: str) -> re.Pattern[str]:
 class RulesPolicy:
     """``[policy]`` of codemode.toml: ordered rules, first match wins, then ``default``.
 
-    A rule with ``read_only = true`` matches only tools annotated ``readOnlyHint: true``.
+    A rule with ``read_only = true`` matches only tools annotated ``readOnlyHint: true`` by
+    a source listed in ``trusted_sources`` (``trust_annotations = true``): annotations are
+    the upstream's own claims, hints and never authority, unless the operator says so.
     """
 
-    def __init__(self, spec: PolicySpec) -> None:
+    def __init__(self, spec: PolicySpec, *, trusted_sources: Iterable[str] = ()) -> None:
         self.spec = spec
+        self.trusted_sources = frozenset(trusted_sources)
         # Each rule's decision is built once; it names the rule for the audit trail.
         self._rules: tuple[tuple[re.Pattern[str], PolicyRule, PolicyDecision], ...] = tuple(
             (_compile_glob(rule.tools), rule, _rule_decision(index, rule))
@@ -137,7 +140,10 @@ class RulesPolicy:
 
     def __call__(self, request: ToolCallRequest) -> PolicyDecision:
         key = request.key
-        read_only = request.annotations.get("readOnlyHint") is True
+        read_only = (
+            request.source in self.trusted_sources
+            and request.annotations.get("readOnlyHint") is True
+        )
         for pattern, rule, decision in self._rules:
             if not pattern.match(key):
                 continue
@@ -158,8 +164,9 @@ def _rule_decision(index: int, rule: PolicyRule) -> PolicyDecision:
     return PolicyDecision("deny", f"denied by policy rule tools = {rule.tools!r}", rule=name)
 
 
-def rules_policy(spec: PolicySpec) -> ToolPolicy:
-    return RulesPolicy(spec)
+def rules_policy(spec: PolicySpec, *, trusted_sources: Iterable[str] = ()) -> ToolPolicy:
+    """The ``[policy]`` rules; ``trusted_sources`` are those whose annotations are believed."""
+    return RulesPolicy(spec, trusted_sources=trusted_sources)
 
 
 async def decide(

@@ -337,7 +337,10 @@ class CodeMode:
         from codemodekit.providers.factory import providers_from_spec
 
         kwargs: dict[str, Any] = {
-            "policy": rules_policy(spec.policy),
+            "policy": rules_policy(
+                spec.policy,
+                trusted_sources=[n for n, s in spec.sources.items() if s.trust_annotations],
+            ),
             "limits": spec.limits,
             "runtime": spec.runtime,
             "name": spec.name,

@@ -538,6 +538,7 @@ async def test_rules_policy_from_spec_first_match_wins(
             [sources.gh]
             type = "python"
             module = "rehearsal_policy_tools"
+            trust_annotations = true
             """,
         )
     )
@@ -556,6 +557,12 @@ async def test_rules_policy_from_spec_first_match_wins(
                 assert r.ok and r.value == name, (name, r.diagnostic)
             else:
                 assert _code(r) == "TOOL_DENIED", (name, r.diagnostic)
+    # Without trust_annotations, readOnlyHint is only a hint: the read_only rule never matches.
+    assert spec.path is not None
+    spec.path.write_text(spec.path.read_text().replace("trust_annotations = true", ""))
+    async with CodeMode.from_spec(load_spec(spec.path)) as cm:
+        r = await cm.run("return (await tools.gh.list_repos({})).structuredContent;")
+        assert _code(r) == "TOOL_DENIED", r.diagnostic
 
 
 # -- Python tools -----------------------------------------------------------------------------------

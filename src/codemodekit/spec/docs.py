@@ -53,6 +53,7 @@ rules = [{ tools = "app.*", read_only = true, decision = "allow" }]
 [sources.app]
 type = "python"
 module = "myapp.tools"
+trust_annotations = true   # our own code: its readOnlyHint may match read_only rules
 ```
 
 Rules that hold for the whole file:
@@ -125,10 +126,13 @@ def render_spec_reference() -> str:
             "(HTTP: `transport`, `headers` apply).",
             header="[sources.NAME]",
             groups=(
-                ("A local server over stdio:", ("type", "command", "args", "env", "cwd")),
+                (
+                    "A local server over stdio:",
+                    ("type", "command", "args", "env", "cwd", "trust_annotations"),
+                ),
                 (
                     "A remote server over HTTP:",
-                    ("type", "url", "transport", "headers", "timeout_ms"),
+                    ("type", "url", "transport", "headers", "timeout_ms", "trust_annotations"),
                 ),
             ),
         ),

@@ -312,6 +312,7 @@ def _source(
                 env=_secrets(name, "env", item.env),
                 cwd=None if item.cwd is None else _path(root, item.cwd),
                 timeout_ms=item.timeout_ms,
+                trust_annotations=item.trust_annotations,
             )
         assert item.url is not None  # checked by _mcp_issues
         return McpHttpSource(
@@ -320,6 +321,7 @@ def _source(
             transport=item.transport,
             headers=_secrets(name, "headers", item.headers),
             timeout_ms=item.timeout_ms,
+            trust_annotations=item.trust_annotations,
         )
     if isinstance(item, RawOpenApiSource):
         auth = {k: v for k, v in item.auth.model_dump().items() if v is not None}
@@ -331,9 +333,13 @@ def _source(
             include=tuple(item.include),
             exclude=tuple(item.exclude),
             timeout_ms=item.timeout_ms,
+            trust_annotations=item.trust_annotations,
         )
     return PythonSource(
-        name=name, module=item.module, path=tuple(_path(root, p) for p in item.path)
+        name=name,
+        module=item.module,
+        path=tuple(_path(root, p) for p in item.path),
+        trust_annotations=item.trust_annotations,
     )
 
 

@@ -117,6 +117,8 @@ class McpStdioSource:
     """Resolved against the spec file's folder."""
     timeout_ms: int | None = None
     """Connect and discovery timeout; ``None`` means the library default."""
+    trust_annotations: bool = False
+    """``read_only`` policy rules believe this source's ``readOnlyHint`` (opt-in)."""
     kind: Literal["mcp"] = "mcp"
 
 
@@ -127,6 +129,7 @@ class McpHttpSource:
     transport: Literal["streamable-http", "sse"] = "streamable-http"
     headers: Mapping[str, SecretTemplate] = field(default_factory=dict)
     timeout_ms: int | None = None
+    trust_annotations: bool = False
     kind: Literal["mcp"] = "mcp"
 
 
@@ -143,6 +146,7 @@ class OpenApiSource:
     exclude: tuple[str, ...] = ()
     timeout_ms: int | None = None
     """Bound on loading the document at start; ``None`` means 60 s."""
+    trust_annotations: bool = False
     kind: Literal["openapi"] = "openapi"
 
 
@@ -152,6 +156,7 @@ class PythonSource:
     module: str
     path: tuple[Path, ...] = ()
     """Extra import roots (the spec file's folder is always one)."""
+    trust_annotations: bool = False
     kind: Literal["python"] = "python"
 
 

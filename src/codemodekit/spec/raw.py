@@ -189,7 +189,8 @@ class RawPolicyRule(_Raw):
     )
     read_only: bool | None = _field(
         None,
-        "When true, the rule matches only tools annotated `readOnlyHint: true`; "
+        "When true, the rule matches only tools annotated `readOnlyHint: true` by a source "
+        "with `trust_annotations = true` (an untrusted annotation never matches); "
         "false or absent: any tool.",
         "read_only = true",
     )
@@ -276,6 +277,13 @@ class RawMcpSource(_Raw):
         "Connect and tool-discovery timeout in milliseconds; absent means the library default.",
         "timeout_ms = 10000",
     )
+    trust_annotations: bool = _field(
+        False,
+        "Trust this source's tool annotations (`readOnlyHint`...) as facts: only then can a "
+        "`read_only = true` policy rule match its tools. Annotations are the server's own "
+        "claims; set this only for a server you trust not to lie.",
+        "trust_annotations = true",
+    )
 
     @field_validator("url")
     @classmethod
@@ -350,6 +358,13 @@ class RawOpenApiSource(_Raw):
         "means the library default (60000).",
         "timeout_ms = 120000",
     )
+    trust_annotations: bool = _field(
+        False,
+        "Trust this source's tool annotations (`readOnlyHint`...) as facts: only then can a "
+        "`read_only = true` policy rule match its tools. Annotations are the server's own "
+        "claims; set this only for a server you trust not to lie.",
+        "trust_annotations = true",
+    )
 
 
 class RawPythonSource(_Raw):
@@ -366,6 +381,13 @@ class RawPythonSource(_Raw):
         [],
         "Extra import roots, relative to this file (this file's folder is always one).",
         'path = ["src"]',
+    )
+    trust_annotations: bool = _field(
+        False,
+        "Trust this source's tool annotations (`readOnlyHint`...) as facts: only then can a "
+        "`read_only = true` policy rule match its tools. Annotations are the server's own "
+        "claims; set this only for a server you trust not to lie.",
+        "trust_annotations = true",
     )
 
 
