@@ -46,6 +46,7 @@ _LAZY: dict[str, str] = {
     "ToolProvider": "codemodekit.providers.base",
     "define_tool": "codemodekit.providers.local",
     "local": "codemodekit.providers.local",
+    "tool": "codemodekit.providers.decorator",
     "CodeMode": "codemodekit.run",
     "ProgressEvent": "codemodekit.run",
     "RunResult": "codemodekit.run",
@@ -88,6 +89,7 @@ if TYPE_CHECKING:
         rules_policy,
     )
     from codemodekit.providers.base import SourceHealth, ToolProvider
+    from codemodekit.providers.decorator import tool
     from codemodekit.providers.local import ToolContext, define_tool, local
     from codemodekit.run import CodeMode, ProgressEvent, RunResult
     from codemodekit.runtime import RuntimeOptions
@@ -157,4 +159,5 @@ __all__ = [
     "register_code_mode_tools",
     "rules_policy",
     "search_catalog",
+    "tool",
 ]

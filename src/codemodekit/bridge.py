@@ -16,6 +16,7 @@ import asyncio
 import difflib
 import json
 import logging
+import re
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -65,6 +66,39 @@ def _suggest(word: str, candidates: list[str], shown: Callable[[str], str]) -> s
     if not close:
         return ""
     return " Did you mean " + " or ".join(f"`{shown(c)}`" for c in close) + "?"
+
+
+_JSON_SCALARS = (str, int, bool, type(None))
+_KEY = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
+
+
+def non_json_path(value: Any, *, max_depth: int = 200) -> str | None:
+    """Where ``value`` first stops being JSON: ``$.created_at: datetime is not JSON``."""
+    stack: list[tuple[str, Any, int]] = [("$", value, 0)]
+    while stack:
+        path, item, depth = stack.pop()
+        if isinstance(item, _JSON_SCALARS):
+            continue
+        if isinstance(item, float):
+            if item != item or item in (float("inf"), float("-inf")):
+                return f"{path}: {item} is not JSON (no NaN or infinity)"
+            continue
+        if depth >= max_depth:
+            return None  # reported as nesting too deeply by the encoder
+        if isinstance(item, dict):
+            children = []
+            for key, child in item.items():
+                if not isinstance(key, (str, int, float, bool, type(None))):
+                    return f"{path}: a key of type {type(key).__name__} is not JSON"
+                shown = str(key)
+                step = f".{shown}" if _KEY.match(shown) else f"[{json.dumps(shown)}]"
+                children.append((path + step, child, depth + 1))
+            stack.extend(reversed(children))
+        elif isinstance(item, (list, tuple)):
+            stack.extend(reversed([(f"{path}[{i}]", c, depth + 1) for i, c in enumerate(item)]))
+        else:
+            return f"{path}: {type(item).__name__} is not JSON"
+    return None
 
 
 def _json_size(value: Any) -> int:
@@ -428,8 +462,11 @@ class ToolBridge:
         except (TypeError, ValueError, RecursionError) as exc:
             if isinstance(exc, RecursionError):
                 reason = "nests too deeply (some hundreds of levels at most)"
+            elif "ircular" in str(exc):
+                reason = "is circular"
             else:
-                reason = "is circular" if "ircular" in str(exc) else "is not JSON data"
+                where = non_json_path(output.structured_content)
+                reason = "is not JSON data" + (f": {where}" if where else "")
             raise self._reject(
                 ErrorCode.TOOL_RESULT_INVALID,
                 f"the result of {address} {reason}",

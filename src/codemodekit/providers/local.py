@@ -14,6 +14,7 @@ import importlib
 import inspect
 import sys
 import threading
+import traceback
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -355,6 +356,30 @@ def tools_of_module(module: object) -> dict[str, LocalTool]:
     return found
 
 
+def _import_site(exc: BaseException) -> str:
+    """``file:line`` of the innermost frame outside Python's import machinery."""
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if "importlib._bootstrap" not in f.filename
+    ]
+    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
+
+
+def _not_found(module: str, exc: ModuleNotFoundError) -> str:
+    missing = exc.name or "?"
+    if module == missing or module.startswith(missing + "."):
+        return (
+            f"python module {module!r} was not found ({missing} is missing); "
+            "check `module` and `path` of this source"
+        )
+    # The module exists; something it imports does not.
+    return (
+        f"python module {module!r} imports {missing!r}, which is not installed "
+        f"(at {_import_site(exc)}); install it in the environment codemode runs in"
+    )
+
+
 class PythonModuleProvider(LocalToolProvider):
     """``[sources.X] type = "python"``: imports ``module`` when the source starts."""
 
@@ -372,14 +397,19 @@ class PythonModuleProvider(LocalToolProvider):
                 sys.path.insert(0, path)
         try:
             module = importlib.import_module(self._module)
+        except SyntaxError as exc:
+            where = f"{exc.filename}:{exc.lineno}" if exc.filename else "?"
+            self._error = f"python module {self._module!r} has a syntax error at {where}: {exc.msg}"
+            raise SourceUnavailable(self._error) from None
         except ModuleNotFoundError as exc:
-            self._error = (
-                f"python module {self._module!r} was not found ({exc.name} is missing); "
-                "check `module` and `path` of this source"
-            )
+            self._error = _not_found(self._module, exc)
             raise SourceUnavailable(self._error) from None
         except Exception as exc:
-            self._error = f"importing python module {self._module!r} failed: {type(exc).__name__}"
+            # The type and the place, not the message: it may carry a value from the host.
+            self._error = (
+                f"importing python module {self._module!r} failed: {type(exc).__name__} "
+                f"raised at {_import_site(exc)}"
+            )
             raise SourceUnavailable(self._error) from exc
         self._tools = tools_of_module(module)
         if not self._tools:

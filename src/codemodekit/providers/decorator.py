@@ -1,0 +1,137 @@
+"""``@tool``: a typed Python function as a tool, the FastMCP way, beside ``define_tool``.
+
+The input schema comes from the parameters' type hints (through a pydantic model, so
+defaults, ``Annotated[..., Field(description=...)]`` and nested models work), the
+description from the docstring, and the function is called with keyword arguments. A
+return annotation that is an object type becomes the output schema, and the result is
+serialized through it (so a ``datetime`` field becomes a string, as its schema says).
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any, overload
+
+from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
+
+from codemodekit.providers.local import LocalTool, ToolContext, define_tool
+
+_NO_OUTPUT = (inspect.Signature.empty, Any, None, type(None))
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> LocalTool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    annotations: Mapping[str, Any] | None = None,
+) -> Callable[[Callable[..., Any]], LocalTool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    annotations: Mapping[str, Any] | None = None,
+) -> LocalTool | Callable[[Callable[..., Any]], LocalTool]:
+    """Make a tool of a typed function: ``@tool`` or ``@tool(name=..., annotations=...)``.
+
+    A keyword-only ``context: ToolContext`` parameter receives the call's context and is not
+    part of the input. ``annotations`` are MCP hints such as ``{"readOnlyHint": True}``.
+    """
+
+    def make(function: Callable[..., Any]) -> LocalTool:
+        return _from_function(function, name=name, description=description, annotations=annotations)
+
+    return make if fn is None else make(fn)
+
+
+def _from_function(
+    fn: Callable[..., Any],
+    *,
+    name: str | None,
+    description: str | None,
+    annotations: Mapping[str, Any] | None,
+) -> LocalTool:
+    if not callable(fn):
+        raise TypeError("@tool: decorate a function")
+    label = getattr(fn, "__qualname__", repr(fn))
+    text = description if description is not None else inspect.getdoc(fn)
+    if not text:
+        raise TypeError(f"@tool: {label} has no docstring; write one or pass description=...")
+    signature = inspect.signature(fn)
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except Exception as exc:  # a forward reference that does not resolve
+        raise TypeError(f"@tool: the type hints of {label} cannot be resolved: {exc}") from None
+    fields: dict[str, Any] = {}
+    wants_context = False
+    for parameter in signature.parameters.values():
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            raise TypeError(f"@tool: {label}: *args and **kwargs cannot be described as input")
+        if parameter.name == "context" and parameter.kind is parameter.KEYWORD_ONLY:
+            wants_context = True
+            continue
+        if parameter.name not in hints:
+            raise TypeError(f"@tool: {label}: parameter {parameter.name!r} needs a type hint")
+        default = ... if parameter.default is parameter.empty else parameter.default
+        fields[parameter.name] = (hints[parameter.name], default)
+    model_name = "".join(part.title() for part in (name or fn.__name__).split("_")) + "Input"
+    model: type[BaseModel] = create_model(
+        model_name, __config__=ConfigDict(extra="forbid"), **fields
+    )
+    returns = hints.get("return", inspect.Signature.empty)
+    adapter: TypeAdapter[Any] | None = None
+    output_schema: dict[str, Any] | None = None
+    if returns not in _NO_OUTPUT:
+        adapter = TypeAdapter(returns)
+        schema = adapter.json_schema(mode="serialization")
+        # Only an object can be structuredContent's schema (MCP); other results stay untyped.
+        if schema.get("type") == "object" or ("$ref" in schema and "$defs" in schema):
+            output_schema = schema
+    names = list(fields)
+    is_async = inspect.iscoroutinefunction(fn)
+
+    def arguments(args: BaseModel) -> dict[str, Any]:
+        # Attributes, not model_dump(): a nested model parameter stays a model instance.
+        return {key: getattr(args, key) for key in names}
+
+    def dump(result: Any) -> Any:
+        return result if adapter is None else adapter.dump_python(result, mode="json")
+
+    execute: Any  # takes a keyword-only ToolContext, which define_tool detects
+    if is_async:
+
+        async def execute_async(args: BaseModel, *, context: ToolContext) -> Any:
+            extra = {"context": context} if wants_context else {}
+            return dump(await fn(**arguments(args), **extra))
+
+        execute = execute_async
+    else:
+
+        def execute_sync(args: BaseModel, *, context: ToolContext) -> Any:
+            extra = {"context": context} if wants_context else {}
+            return dump(fn(**arguments(args), **extra))
+
+        execute = execute_sync
+    execute.__module__ = getattr(fn, "__module__", execute.__module__)
+    execute.__qualname__ = getattr(fn, "__qualname__", execute.__qualname__)
+    return define_tool(
+        description=text,
+        execute=execute,
+        input_model=model,
+        output_schema=output_schema,
+        annotations=annotations,
+        name=name or getattr(fn, "__name__", None),
+    )
+
+
+__all__ = ["tool"]
