@@ -31,6 +31,7 @@ from codemodekit.errors import (
     new_correlation_id,
 )
 from codemodekit.limits import Limits
+from codemodekit.nesting import NESTING_HINT, depth_exceeds
 from codemodekit.observe import RunObserver, ToolCallEvent
 from codemodekit.policy import ToolCallRequest, ToolPolicy, decide
 from codemodekit.providers.base import CallContext, ResultTooLarge, ToolOutput, ToolProvider
@@ -293,6 +294,13 @@ class ToolBridge:
                 address=address,
                 source=source,
             )
+        if depth_exceeds(arguments):
+            raise self._reject(
+                ErrorCode.TOOL_INPUT_INVALID,
+                f"the arguments of {address} {NESTING_HINT}",
+                address=address,
+                source=source,
+            )
         try:
             size = _json_size(arguments)
         except (TypeError, ValueError, RecursionError) as exc:
@@ -457,6 +465,16 @@ class ToolBridge:
         result: dict[str, Any] = {"content": list(output.content)}
         if output.structured_content is not None:
             result["structuredContent"] = output.structured_content
+        # One level for the result object and one for the content list are ours.
+        if depth_exceeds(output.structured_content) or any(
+            depth_exceeds(block) for block in output.content
+        ):
+            raise self._reject(
+                ErrorCode.TOOL_RESULT_INVALID,
+                f"the result of {address} {NESTING_HINT}",
+                address=address,
+                source=source,
+            )
         try:
             size = _json_size(result)
         except (TypeError, ValueError, RecursionError) as exc:

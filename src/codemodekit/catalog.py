@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from codemodekit.nesting import NESTING_HINT, depth_exceeds
 from codemodekit.providers.base import Discovery, SkippedTool, ToolSpec
 from codemodekit.schema import (
     SchemaUnsupported,
@@ -191,7 +192,7 @@ def thaw(value: Any) -> Any:
 
 def _json_or_empty(value: Any) -> str:
     """JSON text of a mapping as declared; ``{}`` when it is not JSON data (quarantined)."""
-    if not isinstance(value, Mapping):
+    if not isinstance(value, Mapping) or depth_exceeds(value):
         return "{}"
     try:
         return compact_json(value if type(value) is dict else thaw(value))
@@ -259,6 +260,9 @@ class FrozenJSON(Mapping[str, Any]):
 def _prepare(
     schema: Mapping[str, Any], dialect: str | None, *, require_object: bool, what: str
 ) -> tuple[PreparedSchema | None, str | None]:
+    if depth_exceeds(schema):
+        # Set aside before any recursive walk: one such tool never costs its source.
+        return None, f"{what}the schema {NESTING_HINT}"
     try:
         return prepare_schema(schema, default_dialect=dialect, require_object=require_object), None
     except SchemaUnsupported as exc:

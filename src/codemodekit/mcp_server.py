@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import time
@@ -35,8 +36,9 @@ from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
-from codemodekit.errors import Diagnostic
+from codemodekit.errors import Diagnostic, ErrorCode
 from codemodekit.limits import Limits
+from codemodekit.nesting import NESTING_HINT, depth_exceeds
 from codemodekit.search import DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CHARS, SearchError
 
 if TYPE_CHECKING:
@@ -174,6 +176,16 @@ def _logs_text(result: RunResult) -> str | None:
 
 def run_result_to_mcp(result: RunResult, code: str) -> types.CallToolResult:
     """A ``RunResult`` as an MCP tool result (see the module docstring)."""
+    if result.ok and depth_exceeds(result.value):
+        # `CodeMode.run` never returns one; a host-made RunResult must not crash the reply.
+        result = dataclasses.replace(
+            result,
+            ok=False,
+            value=None,
+            diagnostic=Diagnostic(
+                ErrorCode.RESULT_NOT_SERIALIZABLE, f"the returned value {NESTING_HINT}"
+            ),
+        )
     structured = result.to_json()
     logs = _logs_text(result)
     if result.warnings:

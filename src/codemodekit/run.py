@@ -30,6 +30,7 @@ from codemodekit.errors import (
     new_correlation_id,
 )
 from codemodekit.limits import Limits
+from codemodekit.nesting import NESTING_HINT, depth_exceeds
 from codemodekit.observe import ObserverSet, RunObserver, RunStart
 from codemodekit.policy import ToolPolicy, rules_policy
 from codemodekit.providers.base import (
@@ -648,6 +649,13 @@ class CodeMode:
                 and not _RETURN.search(code)
             ):
                 warnings += (NO_RETURN_HINT,)
+            if outcome.ok and depth_exceeds(outcome.value):
+                # Checked here so a run means the same in-process and through `serve`.
+                too_deep = Diagnostic(
+                    ErrorCode.RESULT_NOT_SERIALIZABLE,
+                    f"the returned value {NESTING_HINT}; return a flatter value",
+                )
+                return result(False, logs=outcome.logs, diagnostic=too_deep, warnings=warnings)
             if outcome.ok:
                 return result(True, value=outcome.value, logs=outcome.logs, warnings=warnings)
             return result(

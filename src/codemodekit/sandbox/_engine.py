@@ -21,6 +21,7 @@ import quickjs
 from codemodekit.compiler_location import user_location
 from codemodekit.errors import Diagnostic, ErrorCode, Location, new_correlation_id
 from codemodekit.limits import Limits
+from codemodekit.nesting import NESTING_HINT
 from codemodekit.sandbox._warm import prepare_context
 from codemodekit.sandbox._watchdog import WATCHDOG, Slice, Watchdog
 from codemodekit.sandbox.base import CompiledProgram, LogEntry
@@ -129,7 +130,7 @@ def _loads(text: str) -> Any:
     return value
 
 
-TOO_DEEP = "deeper than the host's JSON decoder allows (some hundreds of levels)"
+TOO_DEEP = NESTING_HINT.removeprefix("nests ")  # past the decoder is past the one bound too
 _CALL_HEAD = re.compile(r'\[(\d+),("(?:[^"\\]|\\.)*"),("(?:[^"\\]|\\.)*"),')
 
 
