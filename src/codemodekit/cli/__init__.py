@@ -44,6 +44,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "record every source's tools in codemode.lock.json (for offline generate)",
     ),
     "serve": ("codemodekit.cli.cmd_serve", "serve run_typescript and search_tools over MCP"),
+    "install": (
+        "codemodekit.cli.cmd_install",
+        "register `codemode serve` with an MCP client (Claude Code, Claude Desktop, Cursor)",
+    ),
     "schema": ("codemodekit.cli.cmd_schema", "print the JSON Schema of codemode.toml"),
 }
 
