@@ -1,4 +1,4 @@
-"""``codemode.lock.json``: what every source offered when it was last reached (ADR 0019).
+"""``codemode.lock.json``: what every source offered when it was last reached (ADR 0022).
 
 Like ``uv.lock`` beside ``pyproject.toml``, the lock sits beside ``codemode.toml`` and is
 committed. It records each source's discovery (tool names, descriptions, schemas,
