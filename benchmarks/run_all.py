@@ -23,6 +23,7 @@ MODULES = [
     "benchmarks.bench_openapi",
     "benchmarks.bench_yaml_load",
     "benchmarks.bench_cli",
+    "benchmarks.bench_operations",
 ]
 
 
