@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from codemodekit import CodeMode, allow_all_tool_calls, define_tool, local
+from codemodekit import CodeMode, Limits, allow_all_tool_calls, define_tool, local
 from codemodekit.mcp_serve import create_server
 from codemodekit.observe.tracing import TracingObserver, disable_upstream_spans
 from tests.providers.openapi.conftest import make_provider
@@ -137,3 +137,44 @@ async def test_without_a_tracing_observer_upstream_requests_carry_no_traceparent
             assert (await cm.run("await tools.api.queryForm({}); return 1;")).ok
     assert app.requests and app.last.header("traceparent") is None
     assert not _by_name(exporter.get_finished_spans(), "codemode.")
+
+
+async def test_streamable_http_upstream_receives_the_tool_call_trace_context(
+    exporter: InMemorySpanExporter,
+) -> None:
+    from mcp.server.mcpserver import MCPServer
+
+    from codemodekit.providers.mcp import McpToolProvider
+    from tests.providers.mcp.test_in_process import serve
+    from tests.servers import http_source
+
+    upstream = MCPServer("upstream")
+
+    @upstream.tool()
+    def ping() -> str:
+        """Answer pong."""
+        return "pong"
+
+    async with serve(upstream) as url:
+        source = McpToolProvider(http_source("up", url), limits=Limits())
+        cm = CodeMode(
+            sources=[source], policy=allow_all_tool_calls(), observers=[TracingObserver()]
+        )
+        async with cm:
+            result = await cm.run("const r = await tools.up.ping({});\nreturn r.content[0].text;")
+    assert result.ok and result.value == "pong"
+    spans = exporter.get_finished_spans()
+    (call,) = _by_name(spans, "codemode.tool_call")
+    # The upstream server's own span (the SDK extracts params._meta.traceparent) is in the
+    # run's trace, beneath the SDK client span that the tool-call span parents.
+    (served,) = [
+        s for s in spans if s.kind == trace.SpanKind.SERVER and s.name == "tools/call ping"
+    ]
+    assert served.context.trace_id == call.context.trace_id
+    by_id = {s.context.span_id: s for s in spans}
+    chain = []
+    parent = served.parent
+    while parent is not None and parent.span_id in by_id:
+        chain.append(by_id[parent.span_id].name)
+        parent = by_id[parent.span_id].parent
+    assert chain[-2:] == ["codemode.tool_call up.ping", "codemode.run"], chain
