@@ -100,6 +100,178 @@
   api.logBytes = 65536;
   api.program = "";
 
+  // ---- values crossing the bridge: JSON data, and binary only as { $bytes, mediaType } --
+  // Typed arrays, ArrayBuffer, Map, Set, Date… would silently become {} or a string; they
+  // are refused with the JSON path instead (brand checks, so a spoofed toStringTag cannot
+  // hide one). Captured here, before user code and before the global allowlist.
+  const MAX_BYTES = 4194304; // decoded bytes of one $bytes value (codemodekit.binary)
+  const isArray = Array.isArray;
+  const objectKeys = O.keys;
+  const isView = ArrayBuffer.isView;
+  const ObjectProto = O.prototype;
+  const ArrayProto = Array.prototype;
+  const NativeWeakMap = WeakMap;
+  const weakGetNative = WeakMap.prototype.get;
+  const weakSetNative = WeakMap.prototype.set;
+  const getter = (proto, key) => {
+    const d = proto === undefined ? undefined : getOwnPropertyDescriptor(proto, key);
+    return d === undefined ? undefined : d.get;
+  };
+  const typedArrayName = getter(getPrototypeOf(Uint8Array.prototype), Symbol.toStringTag);
+  const brands = [
+    ["ArrayBuffer", getter(ArrayBuffer.prototype, "byteLength"), []],
+    [
+      "SharedArrayBuffer",
+      typeof SharedArrayBuffer === "function"
+        ? getter(SharedArrayBuffer.prototype, "byteLength")
+        : undefined,
+      [],
+    ],
+    ["Map", getter(Map.prototype, "size"), []],
+    ["Set", getter(Set.prototype, "size"), []],
+    ["WeakMap", WeakMap.prototype.has, [ObjectProto]],
+    ["WeakSet", WeakSet.prototype.has, [ObjectProto]],
+    ["Date", Date.prototype.getTime, []],
+  ];
+  const brandOf = (v) => {
+    if (isView(v)) {
+      const name = apply(typedArrayName, v, []);
+      return typeof name === "string" ? name : "DataView";
+    }
+    for (let i = 0; i < brands.length; i++) {
+      const b = brands[i];
+      if (b[1] === undefined) continue;
+      try {
+        apply(b[1], v, b[2]);
+        return b[0];
+      } catch (_) {
+        // not this kind
+      }
+    }
+    return "";
+  };
+  const isBase64 = (text) => {
+    if (text.length % 4 !== 0) return false;
+    for (let i = 0; i < text.length; i++) {
+      const c = apply(String.prototype.charCodeAt, text, [i]);
+      const ok =
+        (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 43 ||
+        c === 47 || (c === 61 && i >= text.length - 2);
+      if (!ok) return false;
+    }
+    return !(text.length >= 2 && apply(String.prototype.charCodeAt, text, [text.length - 2]) === 61 &&
+      apply(String.prototype.charCodeAt, text, [text.length - 1]) !== 61);
+  };
+  const badBytes = (v) => {
+    const keys = getOwnPropertyNames(v);
+    for (let i = 0; i < keys.length; i++) {
+      if (keys[i] !== "$bytes" && keys[i] !== "mediaType") {
+        return "a $bytes value has only `$bytes` and `mediaType`, not `" + keys[i] + "`";
+      }
+    }
+    const data = v.$bytes;
+    if (typeof data !== "string" || !isBase64(data)) return "`$bytes` must be base64 text";
+    if (((data.length / 4) | 0) * 3 > MAX_BYTES + 2) {
+      return "a $bytes value holds at most " + MAX_BYTES + " bytes";
+    }
+    const media = v.mediaType;
+    if (media !== undefined && (typeof media !== "string" || media.length > 255)) {
+      return "`mediaType` must be a short string such as \"image/png\"";
+    }
+    return "";
+  };
+  const segment = (key, inArray) => {
+    if (inArray) return "[" + key + "]";
+    let plain = key.length > 0;
+    for (let i = 0; i < key.length && plain; i++) {
+      const c = apply(String.prototype.charCodeAt, key, [i]);
+      plain = (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95 || c === 36 ||
+        (i > 0 && c >= 48 && c <= 57);
+    }
+    return plain ? "." + key : "[" + stringify(key) + "]";
+  };
+  const binaryHint =
+    'binary data crosses the bridge only as { $bytes: "<base64>", mediaType } (at most ' +
+    MAX_BYTES + " bytes)";
+  // The path of `target` inside `root` (found again only after a refusal, so the normal
+  // pass keeps no bookkeeping). Bounded: a huge value may give up and say "$…".
+  const pathOf = (root, target) => {
+    let budget = 100000;
+    const search = (v, path) => {
+      if (v === target) return path;
+      if (typeof v !== "object" || v === null || --budget < 0) return undefined;
+      const inArray = isArray(v);
+      const keys = objectKeys(v);
+      for (let i = 0; i < keys.length; i++) {
+        let child;
+        try {
+          child = v[keys[i]];
+        } catch (_) {
+          continue;
+        }
+        const found = search(child, path + segment(keys[i], inArray));
+        if (found !== undefined) return found;
+      }
+      return undefined;
+    };
+    try {
+      return search(root, "$") || "$…";
+    } catch (_) {
+      return "$…"; // nested deeper than the stack allows
+    }
+  };
+  const dateText = (v) =>
+    (v.length === 24 || v.length === 27) &&
+    apply(String.prototype.charCodeAt, v, [v.length - 1]) === 90 && // Z
+    apply(String.prototype.charCodeAt, v, [v.length - 14]) === 84; // T
+  // JSON text of `value`, or a record { path, why } when a value is not JSON data.
+  // `onPromise(v)` is told about tool-call promises met on the way.
+  const toJson = (value, onPromise) => {
+    let bad;
+    let why = "";
+    const replacer = function (key, v) {
+      if (typeof v === "object") {
+        if (v === null) return v;
+        const proto = getPrototypeOf(v);
+        if (proto === ObjectProto || proto === null) {
+          if (v.$bytes !== undefined) why = badBytes(v);
+          if (why !== "") why += "; " + binaryHint;
+        } else if (proto !== ArrayProto) {
+          if (api.isToolPromise(v)) onPromise(v);
+          else {
+            const brand = brandOf(v);
+            if (brand === "Map" || brand === "Set" || brand === "WeakMap" || brand === "WeakSet") {
+              why = "a " + brand + " is not JSON data (convert it, e.g. Object.fromEntries(m) " +
+                "or [...s])";
+            } else if (brand !== "") {
+              why = (brand[0] === "A" ? "an " : "a ") + brand + " is not JSON data; " + binaryHint;
+            }
+          }
+        }
+        if (why !== "") bad = v;
+      } else if (typeof v === "string" && dateText(v)) {
+        // A Date has become its toJSON text by now: look at what the holder holds.
+        const original = this[key];
+        if (typeof original === "object" && original !== null && brandOf(original) === "Date") {
+          why = "a Date is not JSON data (send date.toISOString())";
+          bad = original;
+        }
+      }
+      if (why !== "") throw replacer;
+      return v;
+    };
+    try {
+      return stringify(value, replacer);
+    } catch (e) {
+      if (e !== replacer || why === "") throw e;
+      const refused = record();
+      refused.path = pathOf(value, bad);
+      refused.why = why;
+      return refused;
+    }
+  };
+  api.toJson = toJson;
+
   const sources = record();
   const modules = record();
   const load = (name) => {
@@ -445,15 +617,13 @@
     if (value === undefined) return '{"k":"undefined"}';
     let json;
     try {
-      if (modules.calls === undefined) json = stringify(value);
-      else {
-        // Count tool-call promises in the value: each would silently become {}.
-        let promises = 0;
-        json = stringify(value, (_key, v) => {
-          if (typeof v === "object" && v !== null && api.isToolPromise(v)) promises++;
-          return v;
-        });
-        if (promises > 0) api.returnedPromises(promises);
+      // Counts tool-call promises in the value: each would silently become {}.
+      let promises = 0;
+      json = toJson(value, () => promises++);
+      if (promises > 0) api.returnedPromises(promises);
+      if (typeof json === "object") {
+        const why = "at " + json.path + ": " + json.why;
+        return '{"k":"unserializable","why":' + stringify(apply(api.toWellFormed, why, [])) + "}";
       }
     } catch (e) {
       return load("failure").unserializable(e, value);

@@ -270,9 +270,13 @@
     const site = siteOf(ns, name);
     let json;
     let problem = "";
+    let badPath = "";
     try {
-      json = args === undefined ? "{}" : stringify(args);
-      if (typeof json !== "string") problem = "a " + typeof args + " is not a JSON value";
+      json = args === undefined ? "{}" : api.toJson(args, () => undefined);
+      if (typeof json === "object" && json !== null) {
+        problem = "at " + json.path + ": " + json.why;
+        badPath = json.path;
+      } else if (typeof json !== "string") problem = "a " + typeof args + " is not a JSON value";
     } catch (e) {
       problem = api.load("console").format(e);
     }
@@ -281,6 +285,10 @@
       const info = api.record();
       info.code = "TOOL_INPUT_INVALID";
       info.message = "the arguments for " + address + " are not JSON-serializable: " + problem;
+      if (badPath !== "") {
+        info.details = api.record();
+        info.details.path = badPath;
+      }
       info.tool = address;
       info.source = ns;
       const watchedReject = watch(

@@ -29,10 +29,19 @@ async def test_top_level_await_and_async_result(sandbox: CodeSandbox) -> None:
 
 
 async def test_json_semantics_inside_values(sandbox: CodeSandbox) -> None:
-    code = "return { f() {}, u: undefined, d: new Date(0), nan: NaN, arr: [undefined] }"
+    code = (
+        "return { f() {}, u: undefined, d: new Date(0).toISOString(), nan: NaN, arr: [undefined] }"
+    )
     outcome = await run(sandbox, code)
     assert outcome.ok
     assert outcome.value == {"d": "1970-01-01T00:00:00.000Z", "nan": None, "arr": [None]}
+
+
+async def test_a_date_object_as_a_value_is_refused_with_its_path(sandbox: CodeSandbox) -> None:
+    # Issue 13: values that are not JSON are refused, not silently converted.
+    outcome = await run(sandbox, "return { when: [new Date(0)] }")
+    assert code_of(outcome) is ErrorCode.RESULT_NOT_SERIALIZABLE
+    assert outcome.diagnostic is not None and "$.when[0]" in outcome.diagnostic.message
 
 
 async def test_shared_references_are_fine(sandbox: CodeSandbox) -> None:
