@@ -3,6 +3,7 @@
     python benchmarks/bench_operations.py [--rounds 7] [--runs 60] [--http-runs 150]
                                           [--concurrency 6] [--skip-http]
 
+0. The hook's own cost: one tool call through the bridge alone, per configuration.
 1. Observer overhead. One CodeMode, a mixed workload (a quick run, a run making 5 tool
    calls, a CPU-bound run), run under each configuration in interleaved rounds: no observer
    (the path taken when observability is off), a do-nothing observer (the hook's own cost),
@@ -131,6 +132,57 @@ async def observer_overhead(rounds: int, runs: int) -> None:
         print(f"  {name:<24}" + "".join(f"{c:>22}" for c in cells))
 
 
+async def bridge_overhead(calls: int) -> None:
+    """Per tool call through the bridge alone (no sandbox, no processes): the hook's cost."""
+    from codemodekit.bridge import ToolBridge
+    from codemodekit.observe import ObserverSet
+
+    directory = Path(tempfile.mkdtemp(prefix="codemode-bench-bridge-"))
+    provider = _tracer_provider()
+    cm = CodeMode(sources=[local("app", {"echo": ECHO})], policy=allow_all_tool_calls())
+    configs: dict[str, list[Any]] = {
+        "off (no observer)": [],
+        "no-op observer": [BaseObserver()],
+        "metrics": [CodeModeMetrics(cm)],
+        "tracing": [TracingObserver(provider)],
+        "audit (file)": [AuditSink(directory / "audit.jsonl")],
+        "metrics+tracing+audit": [
+            CodeModeMetrics(cm),
+            TracingObserver(provider),
+            AuditSink(directory / "audit-all.jsonl"),
+        ],
+    }
+    samples: dict[str, list[float]] = {name: [] for name in configs}
+    limits = Limits(max_tool_calls=10**9, total_bridge_bytes=10**12)
+    async with cm:
+        bridges = {
+            name: ToolBridge(
+                catalog=lambda: cm.catalog,
+                providers=cm.providers,
+                policy=cm.policy,
+                limits=limits,
+                execution_id="bench",
+                observer=ObserverSet(observers) if observers else None,
+            )
+            for name, observers in configs.items()
+        }
+        for bridge in bridges.values():
+            for _ in range(50):
+                await bridge.call_tool("app", "echo", {"text": "warm"})
+        for _ in range(10):  # interleaved rounds
+            for name, bridge in bridges.items():
+                for _ in range(calls // 10):
+                    started = time.perf_counter()
+                    await bridge.call_tool("app", "echo", {"text": "hello"})
+                    samples[name].append((time.perf_counter() - started) * 1_000_000)
+    provider.shutdown()
+    base = statistics.median(samples["off (no observer)"])
+    print(f"0. one tool call through the bridge (p50 µs; ratio to off), {calls} calls each")
+    for name in configs:
+        p50 = statistics.median(samples[name])
+        print(f"  {name:<24} {p50:>10.1f} µs ({p50 / base:>5.3f})   +{p50 - base:>6.1f} µs")
+
+
 async def _drive(url: str, total: int, concurrency: int) -> tuple[float, list[float]]:
     from tests.server.test_serve import _authorized
 
@@ -201,7 +253,9 @@ def main() -> int:
     parser.add_argument("--http-runs", type=int, default=150)
     parser.add_argument("--concurrency", type=int, default=6)
     parser.add_argument("--skip-http", action="store_true")
+    parser.add_argument("--bridge-calls", type=int, default=5000)
     args = parser.parse_args()
+    asyncio.run(bridge_overhead(args.bridge_calls))
     asyncio.run(observer_overhead(args.rounds, args.runs))
     if not args.skip_http:
         asyncio.run(http_throughput(args.http_runs, args.concurrency))
