@@ -3,6 +3,7 @@ a real MCP client started from it (elsewhere than the project) can run code."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from codemodekit.cli import main
+from codemodekit.cli.cmd_install import serve_command
 
 TOOLS = """
 from codemodekit import tool
@@ -120,3 +122,24 @@ async def test_a_real_client_runs_code_through_the_installed_entry(
     assert ran.is_error is False
     assert ran.structured_content is not None
     assert ran.structured_content["value"] == {"length": 4}
+
+
+async def test_the_plugin_mcp_json_works_from_any_folder_of_the_project(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["generate", "--plugin", str(project / "plugin"), "--allow-unavailable"]
+    assert await asyncio.to_thread(main, argv) == 0  # `remote` is down: its tools drop out
+    capsys.readouterr()
+    servers = json.loads((project / "plugin" / "mcp.json").read_text(encoding="utf-8"))
+    [entry] = servers["mcpServers"].values()
+    assert entry["args"] == ["serve"]  # no path: found from the working directory upward
+    nested = project / "src" / "deep"
+    nested.mkdir(parents=True)
+    command, prefix = serve_command()
+    params = StdioServerParameters(
+        command=command, args=[*prefix, *entry["args"]], cwd=str(nested), env={}
+    )
+    async with Client(params, read_timeout_seconds=60) as client:
+        ran = await client.call_tool("run_typescript", {"code": "return 6 * 7;"})
+    assert ran.is_error is False
+    assert ran.structured_content is not None and ran.structured_content["value"] == 42

@@ -117,7 +117,7 @@ def test_plugin_regeneration_keeps_authored_skill_text(
             "demo": {
                 "type": "stdio",
                 "command": "codemode",
-                "args": ["serve", "-c", "codemode.toml"],
+                "args": ["serve"],  # the config is found from the working directory upward
             }
         },
     }

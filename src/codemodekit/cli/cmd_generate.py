@@ -67,7 +67,8 @@ def register(sub: Any) -> None:
         default=None,
         metavar="PATH",
         help="config path that the plugin's mcp.json passes to `codemode serve -c` "
-        "(default: the config's file name, resolved in the agent's project folder)",
+        "(default: none; `codemode serve` finds the nearest codemode.toml from the agent's "
+        "working directory upward)",
     )
     parser.add_argument(
         "--check", action="store_true", help="write nothing; print drift and exit 1 if any"
@@ -96,7 +97,7 @@ def _plans(args: argparse.Namespace, spec: Spec, catalog: Catalog) -> list[Write
         files = generate_plugin(
             catalog,
             name=spec.name,
-            config=args.serve_config or config.name,
+            config=args.serve_config,
             limits=spec.limits,
         )
         manifest = f"{skill_dir(spec.name)}/references/{METADATA_FILE}"

@@ -319,13 +319,15 @@ def generate_plugin(
     catalog: Catalog,
     *,
     name: str,
-    config: str = "codemode.toml",
+    config: str | None = None,
     command: str = "codemode",
     limits: Limits | None = None,
 ) -> dict[str, str]:
-    """The plugin tree as ``{relative path: text}``; ``config`` is passed verbatim to
-    ``codemode serve -c`` in ``mcp.json`` (relative paths resolve against the MCP host's
-    working directory). Use ``artifact_kind`` / ``merge_generated_block`` when writing."""
+    """The plugin tree as ``{relative path: text}``. ``config``, when given, is passed
+    verbatim to ``codemode serve -c`` in ``mcp.json``; by default there is no ``-c``, and
+    ``codemode serve`` finds the nearest ``codemode.toml`` from the MCP host's working
+    directory upward, which works from any folder of the project. Use ``artifact_kind`` /
+    ``merge_generated_block`` when writing."""
     skill = skill_dir(name)
     refs = f"{skill}/references"
     declarations = {k: v for k, v in generate(catalog, name=name).items() if k != LOCK_FILE}
@@ -343,7 +345,11 @@ def generate_plugin(
         {
             "$schema": MCP_SCHEMA,
             "mcpServers": {
-                slug(name): {"type": "stdio", "command": command, "args": ["serve", "-c", config]}
+                slug(name): {
+                    "type": "stdio",
+                    "command": command,
+                    "args": ["serve"] if config is None else ["serve", "-c", config],
+                }
             },
         }
     )
