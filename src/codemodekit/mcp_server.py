@@ -39,6 +39,7 @@ from pydantic import Field
 from codemodekit.errors import Diagnostic, ErrorCode
 from codemodekit.limits import Limits
 from codemodekit.nesting import NESTING_HINT, depth_exceeds
+from codemodekit.observe.tracing import incoming_context
 from codemodekit.search import DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CHARS, SearchError
 
 if TYPE_CHECKING:
@@ -326,7 +327,10 @@ async def handle_run(
 
         relay = ProgressRelay(send, max_events=code_mode.limits.progress_events)
     try:
-        result = await code_mode.run(code, on_progress=relay, caller=_caller())
+        with incoming_context(
+            getattr(ctx, "meta", None), getattr(getattr(ctx, "request", None), "headers", None)
+        ):
+            result = await code_mode.run(code, on_progress=relay, caller=_caller())
     except RuntimeError as exc:  # the CodeMode was not entered, or is already closed
         log.error("run_typescript cannot run: %s", exc)
         return _error(f"run_typescript is not available: {exc}")

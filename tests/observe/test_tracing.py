@@ -178,3 +178,56 @@ async def test_streamable_http_upstream_receives_the_tool_call_trace_context(
         chain.append(by_id[parent.span_id].name)
         parent = by_id[parent.span_id].parent
     assert chain[-2:] == ["codemode.tool_call up.ping", "codemode.run"], chain
+
+
+async def test_traceparent_http_header_parents_the_run_when_meta_has_none(
+    exporter: InMemorySpanExporter,
+) -> None:
+    import asyncio
+
+    import httpx
+    import uvicorn
+
+    from codemodekit.mcp_serve import http_app
+    from tests.servers import free_port
+
+    cm = CodeMode(
+        sources=[local("app", {"echo": ECHO})],
+        policy=allow_all_tool_calls(),
+        observers=[TracingObserver()],
+    )
+    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
+    async with cm:
+        port = free_port()
+        app = http_app(create_server(cm), stateless=True)
+        web = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+        )
+        serving = asyncio.create_task(web.serve())
+        while not web.started:
+            assert not serving.done()
+            await asyncio.sleep(0.01)
+        try:
+            async with httpx.AsyncClient(timeout=30) as http:
+                reply = await http.post(
+                    f"http://127.0.0.1:{port}/mcp",
+                    json={
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "method": "tools/call",
+                        "params": {"name": "run_typescript", "arguments": {"code": "return 3;"}},
+                    },
+                    headers={
+                        "Accept": "application/json, text/event-stream",
+                        "MCP-Protocol-Version": "2025-11-25",
+                        "traceparent": f"00-{trace_id}-00f067aa0ba902b7-01",
+                    },
+                )
+        finally:
+            web.should_exit = True
+            await serving
+    assert reply.status_code == 200, reply.text
+    assert '"isError":false' in reply.text.replace(" ", "")
+    (run,) = _by_name(exporter.get_finished_spans(), "codemode.run")
+    assert f"{run.context.trace_id:032x}" == trace_id
+    assert run.parent is not None and f"{run.parent.span_id:016x}" == "00f067aa0ba902b7"

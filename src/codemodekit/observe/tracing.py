@@ -183,9 +183,59 @@ def upstream_span(method: str, template: str, request: httpx.Request) -> Iterato
             raise
 
 
+@contextlib.contextmanager
+def incoming_context(meta: Any, headers: Any) -> Iterator[None]:
+    """Continue the caller's trace from HTTP ``traceparent`` headers when ``_meta`` has none.
+
+    The ``mcp`` SDK parents its server span from ``params._meta.traceparent``; a client that
+    sends W3C trace context as HTTP headers instead is honoured here, for the run only.
+    Does nothing unless tracing is on.
+    """
+    if _state["tracer"] is None or headers is None or _meta_has_traceparent(meta):
+        yield
+        return
+    try:
+        carrier = {k.lower(): v for k, v in headers.items() if k.lower() in _TRACE_HEADERS}
+    except Exception:
+        carrier = {}
+    if "traceparent" not in carrier:
+        yield
+        return
+    from opentelemetry import context, trace
+    from opentelemetry.propagate import extract
+
+    extracted = extract(carrier)
+    if not trace.get_current_span(extracted).get_span_context().is_valid:
+        yield
+        return
+    token = context.attach(extracted)
+    try:
+        yield
+    finally:
+        context.detach(token)
+
+
+_TRACE_HEADERS = frozenset({"traceparent", "tracestate", "baggage"})
+
+
+def _meta_has_traceparent(meta: Any) -> bool:
+    if meta is None:
+        return False
+    if isinstance(meta, dict):
+        return "traceparent" in meta
+    extra = getattr(meta, "model_extra", None) or {}
+    return "traceparent" in extra or getattr(meta, "traceparent", None) is not None
+
+
 def disable_upstream_spans() -> None:
     """Stop ``upstream_span`` (tests; a process that turns tracing off again)."""
     _state["tracer"] = None
 
 
-__all__ = ["TRACER_NAME", "TracingObserver", "disable_upstream_spans", "upstream_span"]
+__all__ = [
+    "TRACER_NAME",
+    "TracingObserver",
+    "disable_upstream_spans",
+    "incoming_context",
+    "upstream_span",
+]
