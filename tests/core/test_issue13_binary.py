@@ -118,3 +118,33 @@ async def test_ordinary_json_and_class_instances_still_serialize(cm: CodeMode) -
         {"a": [1.5, "x", None, True]},
         "1970-01-01T00:00:00.000Z",
     ]
+
+
+async def test_a_local_tool_returning_bytes_gives_the_tagged_shape() -> None:
+    from codemodekit.binary import BYTES_LIMIT
+
+    tools = {
+        "png": define_tool(description="p", input_schema=OBJ, execute=lambda a: b"\x89PNG"),
+        "nested": define_tool(
+            description="n", input_schema=OBJ, execute=lambda a: {"parts": [bytearray(b"ab")]}
+        ),
+        "huge": define_tool(
+            description="h", input_schema=OBJ, execute=lambda a: b"x" * (BYTES_LIMIT + 1)
+        ),
+    }
+    async with CodeMode(sources=[local("img", tools)], policy=allow_all_tool_calls()) as cm:
+        r = await cm.run(
+            "const a = (await tools.img.png({})).structuredContent;\n"
+            "const b = (await tools.img.nested({})).structuredContent;\n"
+            "return [a, b, atob(a.$bytes).length];"
+        )
+        assert r.ok, r.diagnostic
+        assert r.value == [
+            {"$bytes": "iVBORw==", "mediaType": "application/octet-stream"},
+            {"parts": [{"$bytes": "YWI=", "mediaType": "application/octet-stream"}]},
+            4,
+        ]
+        huge = await cm.run("return await tools.img.huge({});")
+        assert huge.diagnostic is not None
+        assert huge.diagnostic.code is ErrorCode.TOOL_ERROR
+        assert "limit" in huge.diagnostic.message

@@ -322,12 +322,11 @@ async def test_unsupported_operations_are_skipped_with_precise_reasons(tmp_path:
     path = tmp_path / "skips.json"
     path.write_text(json.dumps(document))
     discovery = await discover(path)
-    assert discovery.tools == ()
+    # multipart/form-data is callable with the tagged binary shape (issue 13).
+    assert [t.name for t in discovery.tools] == ["multi"]
     assert {s.name: s.reason for s in discovery.skipped} == {
         "xml": "POST /xml: request body media type application/xml is not supported "
-        "(JSON, form-urlencoded and text/plain only)",
-        "multi": "POST /multi: request body media type multipart/form-data is not supported "
-        "(JSON, form-urlencoded and text/plain only)",
+        "(JSON, form-urlencoded, text/plain, multipart/form-data and binary only)",
         "formobj": "POST /formobj: form field 'o': objects inside form bodies are not supported",
         "textobj": "POST /textobj: text/plain request body needs a string schema",
         "undeclared": "GET /undeclared/{id}: path parameter {id} is not declared",
@@ -383,4 +382,7 @@ async def test_petstore_30_and_31() -> None:
         get_pet = tool(discovery, "getPetById")
         assert get_pet.input_schema["required"] == ["petId"]
         assert get_pet.output_schema is not None and get_pet.output_schema["$ref"] == "#/$defs/Pet"
-        assert {s.name for s in discovery.skipped} == {"uploadFile"}
+        # application/octet-stream is callable with the tagged binary shape (issue 13).
+        assert {s.name for s in discovery.skipped} == set()
+        upload = json.dumps(tool(discovery, "uploadFile").input_schema)
+        assert '"$bytes"' in upload and '"contentEncoding": "base64"' in upload

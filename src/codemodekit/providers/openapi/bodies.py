@@ -1,23 +1,27 @@
 """Request bodies: which media type is sent, and its exact encoding.
 
 Preference: JSON (``application/json``, then any ``*+json``), then
-``application/x-www-form-urlencoded``, then ``text/plain`` for a string schema. Form
-bodies follow the Encoding Object: each top-level property is serialized like a query
-parameter with its ``style`` (default ``form``), ``explode`` (default true for ``form``)
-and ``allowReserved``; RFC 3986 percent-encoding (a space is ``%20``, which every form
-decoder reads as a space). Nested objects, per-property ``contentType`` and headers,
-multipart, XML and raw binary bodies are refused with the reason (binary arguments would
-need an explicit tagged shape: seed 002).
+``application/x-www-form-urlencoded``, then ``text/plain`` for a string schema, then
+``multipart/form-data``, then raw binary (``application/octet-stream``, ``image/*``… or a
+``format: binary`` string). Form bodies follow the Encoding Object: each top-level property
+is serialized like a query parameter with its ``style`` (default ``form``), ``explode``
+(default true for ``form``) and ``allowReserved``; RFC 3986 percent-encoding (a space is
+``%20``, which every form decoder reads as a space). Binary data is the tagged shape
+``{ $bytes: "<base64>", mediaType }`` (ADR 0023): a raw body is one such value, a multipart
+body an object whose ``format: binary`` fields are. Nested objects in form bodies,
+per-property ``contentType`` and headers, and XML bodies are refused with the reason.
 """
 
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from codemodekit.binary import BYTES_SCHEMA, BytesValueError, decode_bytes_value, is_bytes_value
 from codemodekit.errors import ToolError
 from codemodekit.providers.openapi import parameters as params
 from codemodekit.providers.openapi.document import OpenApiDocument, UnresolvedRef
@@ -25,6 +29,7 @@ from codemodekit.providers.openapi.parameters import ParamPlan, Unsupported
 from codemodekit.providers.openapi.schemas import SchemaConverter, schema_kinds
 
 FORM = "application/x-www-form-urlencoded"
+MULTIPART = "multipart/form-data"
 _BODY_KEYS = ("body", "requestBody", "request_body")
 
 
@@ -35,7 +40,7 @@ class BodyPlan:
     media_type: str
     required: bool
     kind: str
-    """``json``, ``form`` or ``text``."""
+    """``json``, ``form``, ``text``, ``multipart`` or ``binary``."""
     fields: tuple[ParamPlan, ...] = ()
     """Form bodies: how each declared property is serialized."""
 
@@ -56,11 +61,34 @@ def _choose(content: Mapping[str, Any]) -> tuple[str, str]:
     for media in media_types:
         if media.split(";", 1)[0].strip().lower() == "text/plain":
             return media, "text"
+    for media in media_types:
+        if media.split(";", 1)[0].strip().lower() == MULTIPART:
+            return media, "multipart"
+    for media in media_types:
+        if _is_binary(media, content[media]):
+            return media, "binary"
     kinds = ", ".join(sorted(media_types))
     raise Unsupported(
         f"request body media type {kinds} is not supported "
-        "(JSON, form-urlencoded and text/plain only)"
+        "(JSON, form-urlencoded, text/plain, multipart/form-data and binary only)"
     )
+
+
+def _binary_schema(schema: Any) -> bool:
+    return (
+        isinstance(schema, Mapping)
+        and schema.get("type") == "string"
+        and (schema.get("format") == "binary" or "contentMediaType" in schema)
+    )
+
+
+def _is_binary(media: str, media_obj: Any) -> bool:
+    base = media.split(";", 1)[0].strip().lower()
+    schema = media_obj.get("schema") if isinstance(media_obj, Mapping) else None
+    if base == "application/octet-stream" or _binary_schema(schema):
+        return True
+    # An image, audio, video or PDF body without a schema is raw bytes (OpenAPI 3.1).
+    return base.split("/", 1)[0] in ("image", "audio", "video") or base == "application/pdf"
 
 
 def plan_body(
@@ -92,7 +120,13 @@ def plan_body(
         kinds = schema_kinds(raw_schema, converter, base)
         if kinds != {"primitive"}:
             raise Unsupported("text/plain request body needs a string schema")
-    schema, used = converter.convert(raw_schema, base)
+    used: set[str] = set()
+    if kind == "binary":
+        schema: Any = dict(BYTES_SCHEMA)
+    elif kind == "multipart":
+        schema, used = _multipart_schema(converter, raw_schema, base)
+    else:
+        schema, used = converter.convert(raw_schema, base)
     schema = dict(schema) if isinstance(schema, Mapping) else ({} if schema else {"not": {}})
     description = body.get("description")
     if isinstance(description, str) and description.strip() and "description" not in schema:
@@ -106,6 +140,38 @@ def plan_body(
     required = body.get("required") is True
     plan = BodyPlan(key, media.split(";", 1)[0].strip(), required, kind, fields)
     return plan, schema, used
+
+
+def _multipart_schema(
+    converter: SchemaConverter, raw_schema: Any, base: Path
+) -> tuple[Any, set[str]]:
+    """The object schema of a multipart body, its ``format: binary`` fields (and arrays of
+    them) turned into the tagged ``$bytes`` shape."""
+    try:
+        target, target_base = converter.document.deref(raw_schema, base)
+    except UnresolvedRef as exc:
+        raise Unsupported(f"multipart request body: {exc.reason}") from None
+    properties = target.get("properties") if isinstance(target, Mapping) else None
+    if not isinstance(properties, Mapping) or not properties:
+        raise Unsupported("multipart request body needs an object schema with properties")
+    schema, used = converter.convert(target, target_base)
+    schema = dict(schema) if isinstance(schema, Mapping) else {}
+    converted = dict(schema.get("properties") or {})
+    for name, prop in properties.items():
+        try:
+            prop, _ = converter.document.deref(prop, target_base)
+        except UnresolvedRef:
+            continue
+        if _binary_schema(prop):
+            converted[name] = dict(BYTES_SCHEMA)
+        elif (
+            isinstance(prop, Mapping)
+            and prop.get("type") == "array"
+            and _binary_schema(converter.document.deref(prop.get("items"), target_base)[0])
+        ):
+            converted[name] = {"type": "array", "items": dict(BYTES_SCHEMA)}
+    schema["properties"] = converted
+    return schema, used
 
 
 def _form_fields(
@@ -139,6 +205,61 @@ def _form_fields(
         allow_reserved = rule.get("allowReserved") is True
         fields.append(ParamPlan(name, name, "query", style, explode, False, allow_reserved))
     return tuple(fields)
+
+
+def body_request(plan: BodyPlan, value: Any) -> tuple[bytes, str]:
+    """The body's bytes and its ``Content-Type`` header."""
+    if plan.kind == "binary":
+        data, media = _decode(plan.key, value)
+        return data, media or plan.media_type
+    if plan.kind == "multipart":
+        return _multipart(plan, value)
+    content = encode_body(plan, value)
+    return content, plan.media_type + "; charset=utf-8" if plan.kind == "text" else plan.media_type
+
+
+def _decode(label: str, value: Any) -> tuple[bytes, str | None]:
+    try:
+        return decode_bytes_value(value)
+    except BytesValueError as exc:
+        raise ToolError(f"{label}: {exc}") from None
+
+
+def _disposition_name(name: str) -> str:
+    # RFC 7578: the field name is a quoted string; quotes and line breaks are escaped.
+    return name.replace('"', "%22").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _multipart(plan: BodyPlan, value: Any) -> tuple[bytes, str]:
+    if not isinstance(value, Mapping):
+        raise ToolError(f"{plan.key}: a multipart body must be an object")
+    boundary = "codemode-" + uuid.uuid4().hex
+    parts: list[bytes] = []
+    for name, item in value.items():
+        items = item if isinstance(item, list) and all(map(is_bytes_value, item)) else [item]
+        for one in items:
+            if one is None:
+                continue
+            field = _disposition_name(str(name))
+            if is_bytes_value(one):
+                data, media = _decode(f"{plan.key}.{name}", one)
+                head = (
+                    f'Content-Disposition: form-data; name="{field}"; filename="{field}"\r\n'
+                    f"Content-Type: {media or 'application/octet-stream'}\r\n"
+                )
+            elif isinstance(one, Mapping | list):
+                data = json.dumps(one, separators=(",", ":"), ensure_ascii=False).encode()
+                head = (
+                    f'Content-Disposition: form-data; name="{field}"\r\n'
+                    "Content-Type: application/json\r\n"
+                )
+            else:
+                text = ("true" if one else "false") if isinstance(one, bool) else str(one)
+                data = text.encode()
+                head = f'Content-Disposition: form-data; name="{field}"\r\n'
+            parts.append(f"--{boundary}\r\n{head}\r\n".encode() + data + b"\r\n")
+    body = b"".join(parts) + f"--{boundary}--\r\n".encode()
+    return body, f"{MULTIPART}; boundary={boundary}"
 
 
 def encode_body(plan: BodyPlan, value: Any) -> bytes:

@@ -25,7 +25,7 @@ import httpx
 
 from codemodekit.errors import ToolError
 from codemodekit.providers.base import CallContext, ResultTooLarge, ToolOutput
-from codemodekit.providers.openapi.bodies import encode_body
+from codemodekit.providers.openapi.bodies import body_request
 from codemodekit.providers.openapi.operations import OperationPlan, origin_of
 from codemodekit.providers.openapi.parameters import Wire, serialize
 from codemodekit.providers.openapi.security import Credentials, MissingCredentials
@@ -122,11 +122,8 @@ def build_request(
         headers.append(("Cookie", "; ".join(wire.cookies)))
     content: bytes | None = None
     if plan.body is not None and arguments.get(plan.body.key) is not None:
-        content = encode_body(plan.body, arguments[plan.body.key])
-        media = plan.body.media_type
-        headers.append(
-            ("Content-Type", media + "; charset=utf-8" if plan.body.kind == "text" else media)
-        )
+        content, media = body_request(plan.body, arguments[plan.body.key])
+        headers.append(("Content-Type", media))
     try:
         return client.build_request(plan.method, url, headers=headers, content=content)
     except (httpx.InvalidURL, UnicodeError, ValueError) as exc:
