@@ -40,8 +40,8 @@ from codemodekit.sandbox.base import CompiledProgram
 
 COMPILE_CACHE = 64
 """Compiled programs kept per worker (agents often resend the same script)."""
-TRIM_RSS_BYTES = 48 * 1024 * 1024
-"""After a run, a worker above this resident size hands freed heap back to the system."""
+TRIM_GROWTH_BYTES = 8 * 1024 * 1024
+"""After a run, a worker grown this much past its size at start hands freed heap back."""
 PRELUDE_MODULES = ("prelude", "prelude_console", "prelude_calls", "prelude_failure")
 
 
@@ -90,8 +90,10 @@ class _Worker:
         return body[:1], body[1:]
 
     def serve(self) -> None:
-        self._send(b"H", json.dumps({"pid": os.getpid(), "u": time.process_time()}).encode())
         self._prepared = prepare_context(prelude_source())
+        baseline = _rss_bytes()
+        hello = {"pid": os.getpid(), "u": time.process_time(), "r": baseline}
+        self._send(b"H", json.dumps(hello).encode())
         while True:
             message = self._read()
             if message is None or message[0] == b"Q":
@@ -108,7 +110,7 @@ class _Worker:
             if step.done:
                 self._engine = None
                 rss = _rss_bytes()
-                if rss > TRIM_RSS_BYTES:
+                if rss > baseline + TRIM_GROWTH_BYTES:
                     _trim_heap()
                     rss = _rss_bytes()
             self._send(b"P", encode_step(step, time.process_time(), rss))

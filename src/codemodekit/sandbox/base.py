@@ -97,6 +97,9 @@ class RuntimeStats:
     """Workers killed (limits, cancellation) or crashed and replaced since start."""
     runs_rejected: int = 0
     """Runs refused with ``SERVER_BUSY`` since start."""
+    worker_rss_bytes: int = 0
+    """Resident memory of the live workers, added up, as each reported after its last run
+    (pages shared with the zygote count in each)."""
 
 
 class CodeSandbox(Protocol):

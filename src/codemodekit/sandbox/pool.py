@@ -17,6 +17,7 @@ import asyncio
 import atexit
 import collections
 import contextlib
+import json
 import logging
 import os
 import signal
@@ -200,16 +201,17 @@ class WorkerPool:
             body = _recv_exactly(sock, int.from_bytes(head, "big"))
             if body[:1] != b"H":
                 raise OSError("no hello")
-            import json
-
-            cpu_s = float(json.loads(body[1:])["u"])
+            hello = json.loads(body[1:])
+            cpu_s, rss = float(hello["u"]), int(hello["r"])
         except (OSError, ValueError, KeyError):
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
             sock.close()
             raise PoolFailure("a new sandbox worker did not answer") from None
         sock.setblocking(False)
-        return Worker(pid, sock, cpu_s)
+        worker = Worker(pid, sock, cpu_s)
+        worker.rss = rss
+        return worker
 
     def start(self) -> None:
         """Start the zygote and the warm workers in the background (idempotent)."""
@@ -397,6 +399,7 @@ class WorkerPool:
                 runs_queued=len(self._waiters),
                 worker_restarts=self._restarts,
                 runs_rejected=self._rejected,
+                worker_rss_bytes=sum(w.rss for w in (*self._idle, *self._busy)),
             )
 
     def busy_pids(self) -> list[int]:
