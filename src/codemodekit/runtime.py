@@ -32,7 +32,7 @@ class RuntimeOptions:
     mode: Literal["process", "inline"] = "process"
     """`process` (sandbox worker processes) or `inline` (QuickJS in this process)."""
     max_runs: int = 0
-    """Runs in flight at once, one worker process each; 0 means 16 per CPU (runs mostly
+    """Runs in flight at once, one worker process each; 0 means 32 per CPU (runs mostly
     wait on tools, and a worker that waits costs about 3 MiB)."""
     max_queued_runs: int = 256
     """Runs waiting for admission; one more is refused with `SERVER_BUSY`."""
@@ -65,7 +65,7 @@ class RuntimeOptions:
 
     @property
     def run_slots(self) -> int:
-        return self.max_runs or 16 * _cpus()
+        return self.max_runs or 32 * _cpus()
 
     @property
     def warm(self) -> int:
