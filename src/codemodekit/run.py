@@ -319,6 +319,8 @@ class CodeMode:
         self.spec = spec
         self._providers: dict[str, ToolProvider] = {p.name: p for p in sources}
         self.runtime = runtime or DEFAULT_RUNTIME
+        # A sandbox passed in belongs to the caller (it may serve several CodeModes).
+        self._owns_sandbox = sandbox is None
         self._sandbox = sandbox if sandbox is not None else _sandbox_for(self.runtime)
         self._compiler = compiler or CodeCompiler()
         self._catalog = Catalog((), sources=names)
@@ -448,7 +450,7 @@ class CodeMode:
         for joining in list(self._joining.values()):
             joining.cancel()
         close_sandbox = getattr(self._sandbox, "close", None)
-        if callable(close_sandbox):
+        if self._owns_sandbox and callable(close_sandbox):
             close_sandbox()
         results = await asyncio.gather(
             *(p.aclose() for p in self._providers.values()), return_exceptions=True

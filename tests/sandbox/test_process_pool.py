@@ -189,6 +189,30 @@ async def test_a_crashed_worker_fails_only_its_own_run(sandbox: ProcessSandbox, 
         assert again.ok and again.value == "respawned"
 
 
+async def test_an_idle_worker_that_died_is_replaced_before_a_run_uses_it() -> None:
+    box = ProcessSandbox(RuntimeOptions(max_runs=2, warm_workers=2), shared=False)
+    try:
+        async with _code_mode(box) as cm:
+            await _until(lambda: cm.runtime_stats().workers == 2)
+            pids: list[int] = []
+            for _ in range(2):  # learn the idle workers' pids through runs
+                gate, started = asyncio.Event(), asyncio.Event()
+                async with _code_mode(box, _tools(gate, started)) as probe:
+                    run = asyncio.ensure_future(probe.run("await tools.app.wait({}); return 1;"))
+                    await started.wait()
+                    pids.extend(box.busy_pids())
+                    gate.set()
+                    await run
+            for pid in set(pids):
+                os.kill(pid, signal.SIGKILL)
+            for pid in set(pids):
+                await _until(lambda pid=pid: not _alive(pid))
+            results = [await cm.run("return 'fine';") for _ in range(3)]
+        assert [r.value for r in results] == ["fine"] * 3, [r.diagnostic for r in results]
+    finally:
+        box.close()
+
+
 async def test_compute_time_is_the_runs_own_under_a_cpu_burning_host_tool(
     sandbox: ProcessSandbox,
 ) -> None:

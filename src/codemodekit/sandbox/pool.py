@@ -89,6 +89,21 @@ class Worker:
         with contextlib.suppress(OSError):
             self.sock.close()
 
+    def usable(self) -> bool:
+        """Alive as far as its socket tells: nobody watches an idle worker, so one that died
+        meanwhile (killed from outside, out of memory) is noticed here, before a run uses it."""
+        if self.dead:
+            return False
+        try:
+            closed = self.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        except (BlockingIOError, InterruptedError):
+            return True
+        except OSError:
+            closed = True
+        if closed:
+            self.dead = True
+        return not closed
+
     def retire(self) -> None:
         """Ask an idle worker to exit (it hosts nothing, so closing its socket suffices)."""
         self.dead = True
@@ -273,9 +288,10 @@ class WorkerPool:
                 # Least recently parked first: it has had the longest to prepare its next
                 # QuickJS context (about half a millisecond of compile after each run).
                 worker = self._idle.popleft()
-                if not worker.dead:
+                if worker.usable():
                     self._busy.add(worker)
                     break
+                worker.retire()
             else:
                 worker = None
         self._refill_wanted.set()
