@@ -242,14 +242,19 @@ class _Progress:
             return
         # Every queued event is handed over (join also waits for the one being sent).
         joined = asyncio.ensure_future(self._pending.join())
-        done, _ = await asyncio.wait(
-            (joined, self._pump), timeout=PROGRESS_CLOSE_S, return_when=asyncio.FIRST_COMPLETED
-        )
-        if not done:
-            log.debug("progress consumer too slow; undelivered events are dropped")
-        joined.cancel()
-        self._pump.cancel()
-        await asyncio.gather(joined, self._pump, return_exceptions=True)
+        try:
+            done, _ = await asyncio.wait(
+                (joined, self._pump),
+                timeout=PROGRESS_CLOSE_S,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            if not done:
+                log.debug("progress consumer too slow; undelivered events are dropped")
+        finally:
+            # Also when the run itself is cancelled meanwhile: no pump outlives its run.
+            joined.cancel()
+            self._pump.cancel()
+            await asyncio.gather(joined, self._pump, return_exceptions=True)
 
 
 async def _until_cancelled(

@@ -64,14 +64,7 @@ async def _http(config: Path) -> AsyncIterator[Client]:
         process.wait(timeout=30)
 
 
-@pytest.mark.xfail(
-    reason="sandbox: cancelling a run whose program is a pure busy loop (`while (true) {}`) "
-    "does not interrupt QuickJS; the worker stays busy until wall_time/compute_time, so "
-    "after 4 such cancellations no run can start (reproduced with CodeMode.run + "
-    "task.cancel() as well as through codemode serve)",
-    strict=False,
-)
-@pytest.mark.parametrize("transport", ["stdio"])
+@pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_cancelled_busy_loops_free_the_server(tmp_path: Path, transport: str) -> None:
     config = tmp_path / "codemode.toml"
     config.write_text(CONFIG)

@@ -32,6 +32,9 @@ MESSAGE_CHARS = 2000
 """Longest message of a sandbox diagnostic (the user's error text is cut beyond this)."""
 HOST_BUDGET_S = 0.25
 """Compute allowed for host-side bookkeeping after the user's budget ran out (log read-out)."""
+PRELUDE_BUDGET_S = 2.0
+"""Time allowed to install the prelude's modules in a new context: the host's own code, which
+must not fail a run because the machine is busy (in-process, the watchdog's clock is wall time)."""
 HEADROOM_BYTES = 4 * 1024 * 1024
 """Extra heap granted after an out-of-memory failure, only to read the logs out."""
 GRACE_S = 0.1
@@ -198,7 +201,7 @@ class Engine:
         self.limits = limits
         self._watchdog = watchdog
         self._clock = watchdog.clock
-        self._budget = HOST_BUDGET_S
+        self._budget = PRELUDE_BUDGET_S
         self._used = 0.0
         self._program: CompiledProgram | None = None
         self._ctx: Any = None
