@@ -144,11 +144,13 @@ def _changed_limits(limits: Limits) -> list[str]:
 
 async def _connect(spec: Spec, shown_path: str, out: TextIO) -> int:
     from codemodekit.run import CodeMode
+    from codemodekit.runtime import RuntimeOptions
 
     quiet_library_logs()
     print("connecting...", file=out, flush=True)
     try:
-        cm = CodeMode.from_spec(spec)
+        # No code runs here: no sandbox worker pool to start.
+        cm = CodeMode.from_spec(spec, runtime=RuntimeOptions(mode="inline"))
         try:
             # A check reports each source's settled state: wait for slow ones (each is
             # bounded by its own connect timeout) instead of the server's start grace.

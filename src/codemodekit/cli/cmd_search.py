@@ -62,7 +62,10 @@ def _run(args: argparse.Namespace) -> int:
 
 
 async def _search(spec: Any, args: argparse.Namespace) -> SearchResponse:
-    async with CodeMode.from_spec(spec) as cm:
+    from codemodekit.runtime import RuntimeOptions
+
+    # No code runs here: no sandbox worker pool to start.
+    async with CodeMode.from_spec(spec, runtime=RuntimeOptions(mode="inline")) as cm:
         warn_unhealthy(cm.health)
         result: SearchResponse = cm.search(
             args.query, source=args.source, detail=args.detail, limit=args.limit

@@ -140,6 +140,7 @@ class _Zygote:
             env=env,
         )
         theirs.close()
+        self._process = process  # visible to stop() while it is still starting
         ours.settimeout(ZYGOTE_START_S)
         try:
             ready = ours.recv(1)
@@ -148,8 +149,9 @@ class _Zygote:
         if ready != b"R":
             process.kill()
             ours.close()
+            self._process = None
             raise PoolFailure("the sandbox zygote process did not start")
-        self._process, self._control = process, ours
+        self._control = ours
         return ours
 
     def fork(self) -> tuple[int, socket.socket]:
@@ -186,6 +188,12 @@ class _Zygote:
         self._process = self._control = None
 
     def stop(self) -> None:
+        # Kill first, without the lock: a fork request may hold it while a new zygote is
+        # still importing, and exit must not wait for that.
+        process = self._process
+        if process is not None:
+            with contextlib.suppress(OSError):
+                process.kill()
         with self._lock:
             self._stop_locked()
 
