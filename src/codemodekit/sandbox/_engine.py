@@ -442,11 +442,7 @@ class Engine:
         return None
 
     def _compute_limit(self) -> Diagnostic:
-        return Diagnostic(
-            ErrorCode.COMPUTE_LIMIT,
-            f"the code ran for more than {self.limits.compute_time_ms} ms of compute time "
-            "(compute_time_ms); time spent awaiting tools is not counted",
-        )
+        return compute_limit(self.limits)
 
     def _memory_limit(self) -> Diagnostic:
         return Diagnostic(
@@ -463,13 +459,7 @@ class Engine:
         )
 
     def _internal(self, why: str) -> Diagnostic:
-        correlation_id = new_correlation_id()
-        log.error("sandbox failure (correlation %s): %s", correlation_id, why)
-        return Diagnostic(
-            ErrorCode.INTERNAL_ERROR,
-            f"the sandbox failed unexpectedly (correlation id {correlation_id})",
-            correlation_id=correlation_id,
-        )
+        return internal_failure(why)
 
     def _classify(self, exc: quickjs.JSException) -> Diagnostic:
         text = str(exc)
@@ -561,6 +551,25 @@ class Engine:
             tool=report.get("tool"),
             source=report.get("source"),
         )
+
+
+def compute_limit(limits: Limits) -> Diagnostic:
+    return Diagnostic(
+        ErrorCode.COMPUTE_LIMIT,
+        f"the code ran for more than {limits.compute_time_ms} ms of compute time "
+        "(compute_time_ms); time spent awaiting tools is not counted",
+    )
+
+
+def internal_failure(why: str) -> Diagnostic:
+    """A defect of ours: a safe message for the model, the reason in the host log."""
+    correlation_id = new_correlation_id()
+    log.error("sandbox failure (correlation %s): %s", correlation_id, why)
+    return Diagnostic(
+        ErrorCode.INTERNAL_ERROR,
+        f"the sandbox failed unexpectedly (correlation id {correlation_id})",
+        correlation_id=correlation_id,
+    )
 
 
 def first_line_is_oom(name: str, message: str) -> bool:

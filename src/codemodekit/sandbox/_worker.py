@@ -29,9 +29,9 @@ from collections import OrderedDict
 from typing import Any, BinaryIO, cast
 
 from codemodekit.compiler import CodeCompiler
-from codemodekit.errors import CompileFailure, Diagnostic, ErrorCode, new_correlation_id
+from codemodekit.errors import CompileFailure
 from codemodekit.limits import Limits
-from codemodekit.sandbox._engine import Engine, Step, prelude_source
+from codemodekit.sandbox._engine import Engine, Step, internal_failure, prelude_source
 from codemodekit.sandbox._protocol import decode_diagnostic, encode_step, frame
 from codemodekit.sandbox._warm import prepare_context
 from codemodekit.sandbox._watchdog import Watchdog
@@ -163,22 +163,11 @@ class _Worker:
         return program
 
     def _internal_failure(self) -> Step:
-        correlation_id = new_correlation_id()
-        print(
-            f"codemode sandbox worker {os.getpid()}: internal failure "
-            f"(correlation {correlation_id})\n{traceback.format_exc()}",
-            file=sys.stderr,
-            flush=True,
-        )
+        # The worker has no log handler: logging's last resort writes to stderr, which is
+        # the server's.
         self._engine = None
-        return Step(
-            done=True,
-            diagnostic=Diagnostic(
-                ErrorCode.INTERNAL_ERROR,
-                f"the sandbox failed unexpectedly (correlation id {correlation_id})",
-                correlation_id=correlation_id,
-            ),
-        )
+        why = f"worker {os.getpid()}: {traceback.format_exc()}"
+        return Step(done=True, diagnostic=internal_failure(why))
 
 
 def _warm_up(compiler: CodeCompiler) -> None:

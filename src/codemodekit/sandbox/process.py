@@ -22,7 +22,7 @@ from codemodekit.errors import Diagnostic, ErrorCode, new_correlation_id
 from codemodekit.limits import Limits
 from codemodekit.runtime import DEFAULT_RUNTIME, RuntimeOptions
 from codemodekit.sandbox._drive import drive
-from codemodekit.sandbox._engine import Step
+from codemodekit.sandbox._engine import Step, compute_limit, internal_failure
 from codemodekit.sandbox._protocol import (
     MAX_FRAME_BYTES,
     ProtocolFault,
@@ -200,7 +200,7 @@ class _ProcessChannel:
             step, cpu_s, rss = decode_step(reply)
         except ProtocolFault as fault:
             self._fail_worker()
-            return self._end(_internal(f"worker {worker.pid}: {fault}"))
+            return self._end(internal_failure(f"worker {worker.pid}: {fault}"))
         except _WorkerLost as lost:
             self.reusable = False
             return self._end(lost.diagnostic)
@@ -229,15 +229,7 @@ class _ProcessChannel:
             return
         log.info("sandbox worker %s ran past its compute budget: killed", worker.pid)
         self._fail_worker()
-        pending.set_exception(
-            _WorkerLost(
-                Diagnostic(
-                    ErrorCode.COMPUTE_LIMIT,
-                    f"the code ran for more than {self._limits.compute_time_ms} ms of compute "
-                    "time (compute_time_ms); time spent awaiting tools is not counted",
-                )
-            )
-        )
+        pending.set_exception(_WorkerLost(compute_limit(self._limits)))
 
     # -- the worker's socket ------------------------------------------------------------------
     def _on_readable(self) -> None:
@@ -312,13 +304,3 @@ class _ProcessChannel:
                 self._worker.sock.send(frame(b"X", b""))
             except OSError:
                 self._fail_worker()
-
-
-def _internal(why: str) -> Diagnostic:
-    correlation_id = new_correlation_id()
-    log.error("sandbox protocol failure (correlation %s): %s", correlation_id, why)
-    return Diagnostic(
-        ErrorCode.INTERNAL_ERROR,
-        f"the sandbox failed unexpectedly (correlation id {correlation_id})",
-        correlation_id=correlation_id,
-    )
