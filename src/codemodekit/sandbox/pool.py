@@ -28,6 +28,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+import codemodekit
 from codemodekit.runtime import MIB, RuntimeOptions
 from codemodekit.sandbox.base import RuntimeStats
 
@@ -130,7 +131,12 @@ class _Zygote:
     def _start(self) -> socket.socket:
         ours, theirs = socket.socketpair()
         env = dict(os.environ)
-        env.setdefault("PYTHONHASHSEED", "0")  # stable dict order in error texts across workers
+        # The zygote imports this very codemodekit, even where the server found it through a
+        # sys.path entry of its own rather than an installation.
+        package_root = os.path.dirname(os.path.dirname(os.path.abspath(codemodekit.__file__)))
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (package_root, env.get("PYTHONPATH", "")) if p
+        )
         process = subprocess.Popen(
             [sys.executable, "-m", "codemodekit.sandbox._worker", str(theirs.fileno())],
             pass_fds=(theirs.fileno(),),

@@ -111,7 +111,7 @@ class ProcessSandbox:
                 queue_ms=(time.perf_counter() - queued) * 1000,
             )
         except PoolFailure as failure:
-            return SandboxOutcome(ok=False, diagnostic=_lost(f"{failure}", worker=None))
+            return SandboxOutcome(ok=False, diagnostic=internal_failure(str(failure)))
         queue_ms = (time.perf_counter() - queued) * 1000
         request["limits"] = limits.to_json()
         channel = _ProcessChannel(worker, json.dumps(request).encode(), limits)
@@ -123,14 +123,9 @@ class ProcessSandbox:
         return dataclasses.replace(outcome, queue_ms=queue_ms)
 
 
-def _lost(why: str, *, worker: Worker | None) -> Diagnostic:
+def _lost(why: str, *, worker: Worker) -> Diagnostic:
     correlation_id = new_correlation_id()
-    log.error(
-        "sandbox worker %s lost (correlation %s): %s",
-        worker.pid if worker else "-",
-        correlation_id,
-        why,
-    )
+    log.error("sandbox worker %s lost (correlation %s): %s", worker.pid, correlation_id, why)
     return Diagnostic(
         ErrorCode.SANDBOX_CRASHED,
         "the sandbox process running this code stopped unexpectedly "
