@@ -126,6 +126,7 @@ async def test_cancelled_busy_runs_free_their_workers_at_once(sandbox: ProcessSa
             for code, event in zip(programs, cancels, strict=True)
         ]
         restarts = cm.runtime_stats().worker_restarts
+        fds = len(os.listdir("/proc/self/fd"))
         for batch in range(0, len(runs), 8):  # max_runs = 8: the rest wait in the queue
             expected = min(8, len(runs) - batch)
             await _until(lambda n=expected: cm.runtime_stats().busy_workers >= n)
@@ -138,6 +139,8 @@ async def test_cancelled_busy_runs_free_their_workers_at_once(sandbox: ProcessSa
         stats = cm.runtime_stats()
         assert stats.busy_workers == 0 and stats.runs_in_flight == 0
         assert stats.worker_restarts >= restarts + len(programs)  # each was killed, not waited on
+        # The killed workers' sockets are closed (their replacements hold about as many).
+        assert len(os.listdir("/proc/self/fd")) <= fds + 4
         trivial = await cm.run("return 1;")
         assert trivial.ok and trivial.value == 1
 
@@ -172,6 +175,7 @@ async def test_a_crashed_worker_fails_only_its_own_run(sandbox: ProcessSandbox, 
         victim = asyncio.ensure_future(cm.run(code))
         await _until(lambda: len(set(sandbox.busy_pids()) - pids_before) == 1)
         (pid,) = set(sandbox.busy_pids()) - pids_before
+        restarts = sandbox.stats().worker_restarts
         os.kill(pid, signal.SIGSEGV)
         if when == "awaiting-a-tool":
             await asyncio.sleep(0.05)  # let the crash land while the tool call is pending
@@ -187,6 +191,7 @@ async def test_a_crashed_worker_fails_only_its_own_run(sandbox: ProcessSandbox, 
         assert kept.ok and kept.value == {"ok": True}
         again = await cm.run("return 'respawned';")
         assert again.ok and again.value == "respawned"
+        assert sandbox.stats().worker_restarts == restarts + 1
 
 
 async def test_an_idle_worker_that_died_is_replaced_before_a_run_uses_it() -> None:

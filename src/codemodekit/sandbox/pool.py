@@ -391,9 +391,8 @@ class WorkerPool:
         need = memory_bytes + WORKER_OVERHEAD_BYTES
         with self._lock:
             self._busy.discard(worker)
-            if worker.dead:
-                if worker.killed:
-                    self._restarts += 1
+            if worker.dead:  # killed or crashed under its run
+                self._restarts += 1
             elif not reusable:
                 worker.kill()
                 self._restarts += 1

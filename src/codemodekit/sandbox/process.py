@@ -12,6 +12,7 @@ drop the run and serves the next. A worker that dies on its own fails only its r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import logging
@@ -262,6 +263,8 @@ class _ProcessChannel:
         self.detach()
         killed = worker.killed
         worker.dead = True
+        with contextlib.suppress(OSError):
+            worker.sock.close()
         self.reusable = False
         pending = self._pending
         if pending is not None and not pending.done() and not killed:
