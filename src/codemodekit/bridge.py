@@ -34,7 +34,13 @@ from codemodekit.limits import Limits
 from codemodekit.nesting import NESTING_HINT, depth_exceeds
 from codemodekit.observe import RunObserver, ToolCallEvent
 from codemodekit.policy import ToolCallRequest, ToolPolicy, decide
-from codemodekit.providers.base import CallContext, ResultTooLarge, ToolOutput, ToolProvider
+from codemodekit.providers.base import (
+    CallContext,
+    ResultInvalid,
+    ResultTooLarge,
+    ToolOutput,
+    ToolProvider,
+)
 from codemodekit.sandbox.base import ToolCallRejected
 from codemodekit.schema import Validator
 
@@ -414,6 +420,13 @@ class ToolBridge:
             raise self._reject(
                 ErrorCode.SOURCE_UNAVAILABLE,
                 f"source {source!r} is unavailable: {exc}",
+                address=address,
+                source=source,
+            ) from None
+        except ResultInvalid as exc:
+            raise self._reject(
+                ErrorCode.TOOL_RESULT_INVALID,
+                f"the result of {address}: {bounded(str(exc), 300)}",
                 address=address,
                 source=source,
             ) from None

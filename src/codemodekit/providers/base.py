@@ -136,6 +136,11 @@ class ResultTooLarge(Exception):
         self.limit = limit
 
 
+class ResultInvalid(Exception):
+    """A reply that cannot be a result (nested past ``MAX_NESTING``...); the message is
+    model-safe. The bridge reports it as ``TOOL_RESULT_INVALID``."""
+
+
 DiscoveryListener = Callable[[Discovery], None]
 
 

@@ -44,6 +44,9 @@ from codemodekit.providers.base import (
     DiscoveryListener,
     HealthStatus,
     JsonObject,
+    ResultInvalid,
+    ResultTooLarge,
+    SkippedTool,
     SourceHealth,
     ToolOutput,
     closed_message,
@@ -60,6 +63,7 @@ from codemodekit.providers.mcp_failures import (
     describe_connect_failure,
     is_http_refusal,
 )
+from codemodekit.providers.mcp_stdio import REPLY_TOO_DEEP, REPLY_TOO_LARGE
 from codemodekit.providers.mcp_transport import (
     ListingTap,
     StderrTail,
@@ -344,6 +348,7 @@ class McpToolProvider:
             on_status=on_status,
             max_result_bytes=self._limits.tool_result_bytes,
             tap=conn.tap,
+            on_large=lambda size: self._reading_large(conn, size),
         )
 
         async def on_message(message: Any) -> None:
@@ -433,9 +438,26 @@ class McpToolProvider:
         server = client.server_info
         if server is not None:
             provenance["server"] = {"name": server.name, "version": server.version}
-        return await list_all_tools(
+        tap.set_aside.clear()
+        discovery = await list_all_tools(
             client, protocol_version=protocol_version, provenance=provenance, tap=tap
         )
+        if not tap.set_aside:
+            return discovery
+        aside = tuple(SkippedTool(name, why) for name, why in tap.set_aside)
+        return Discovery(tools=discovery.tools, skipped=discovery.skipped + aside)
+
+    def _reading_large(self, conn: _Connection, size: int | None) -> None:
+        """A large reply is being read: degraded while it lasts, so health tells why."""
+        if conn is not self._conn or self._closed:
+            return
+        if size is not None and self._status is HealthStatus.OK:
+            self._set(
+                HealthStatus.DEGRADED,
+                f"reading a large reply ({size // (1024 * 1024)} MiB so far); other calls wait",
+            )
+        elif size is None and self._status is HealthStatus.DEGRADED:
+            self._set(HealthStatus.OK, self._ok_text(conn))
 
     async def _listen(self, conn: _Connection, client: Client) -> None:
         """2026-07-28 delivers list changes on a ``subscriptions/listen`` stream."""
@@ -551,6 +573,10 @@ class McpToolProvider:
 
     async def _call_failure(self, conn: _Connection, tool: str, exc: MCPError) -> Exception:
         code = exc.error.code
+        if code == REPLY_TOO_LARGE:
+            return ResultTooLarge(self._limits.tool_result_bytes)
+        if code == REPLY_TOO_DEEP:
+            return ResultInvalid(sanitize(exc.error.message, 300))
         if code == types.CONNECTION_CLOSED:
             return await self._lost_during_call(conn, tool, "connection closed")
         if is_http_refusal(exc):

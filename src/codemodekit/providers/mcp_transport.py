@@ -26,12 +26,15 @@ import httpx2
 import mcp_types as types
 from mcp.client._transport import ReadStream, Transport, TransportStreams, WriteStream
 from mcp.client.sse import sse_client
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from codemodekit.providers.mcp_stdio import bounded_stdio_client
 from codemodekit.scrub import Scrubber
 from codemodekit.spec.model import McpHttpSource, McpStdioSource, resolve_all
 
+MIN_LINE_BOUND = 16 * 1024 * 1024
+"""Smallest bound on one stdout line of a stdio server (a large ``tools/list`` page)."""
 STDERR_TAIL_BYTES = 8 * 1024
 """How much of a child's stderr is kept (the newest bytes win)."""
 
@@ -165,6 +168,8 @@ class ListingTap:
     def __init__(self) -> None:
         self._ids: set[Any] = set()
         self.last_result: dict[str, Any] | None = None
+        self.set_aside: list[tuple[str, str]] = []
+        """(name, reason) of listed tools the transport dropped (schema nested too deep)."""
 
     def sent(self, item: Any) -> None:
         message = getattr(item, "message", None)
@@ -276,7 +281,12 @@ async def _watched(
 
 @asynccontextmanager
 async def _stdio(
-    config: McpStdioSource, env: Mapping[str, str], tail: StderrTail
+    config: McpStdioSource,
+    env: Mapping[str, str],
+    tail: StderrTail,
+    max_line_bytes: int,
+    on_large: Callable[[int | None], None],
+    tap: ListingTap,
 ) -> AsyncIterator[TransportStreams]:
     params = StdioServerParameters(
         command=config.command,
@@ -286,7 +296,13 @@ async def _stdio(
         encoding_error_handler="replace",
     )
     await tail.start_reading()
-    inner = stdio_client(params, errlog=tail.child_end)
+    inner = bounded_stdio_client(
+        params,
+        tail.child_end,
+        max_line_bytes=max_line_bytes,
+        on_large=on_large,
+        on_set_aside=lambda name, why: tap.set_aside.append((name, why)),
+    )
     try:
         streams = await inner.__aenter__()
     finally:
@@ -339,17 +355,24 @@ def open_transport(
     on_status: Callable[[int], None] = lambda _status: None,
     max_result_bytes: int = 2 * 1024 * 1024,
     tap: ListingTap | None = None,
+    on_large: Callable[[int | None], None] = lambda _size: None,
 ) -> Transport:
-    """The SDK transport for ``config``; ``secrets`` are the resolved env or headers."""
+    """The SDK transport for ``config``; ``secrets`` are the resolved env or headers.
+
+    ``on_large(n)`` reports a large reply being read (stdio; ``None`` once it is done).
+    """
+    tap = tap if tap is not None else ListingTap()
     if isinstance(config, McpStdioSource):
         assert tail is not None
-        inner: Transport = _stdio(config, secrets, tail)
+        # A tools/list page may be larger than one result; both stay bounded.
+        max_line = max(2 * max_result_bytes + 64 * 1024, MIN_LINE_BOUND)
+        inner: Transport = _stdio(config, secrets, tail, max_line, on_large, tap)
     else:
         # One SSE event carries one reply; the reply may hold the result twice (content text
         # and structuredContent), so leave room for that before the provider's own check.
         max_event_bytes = 2 * max_result_bytes + 64 * 1024
         inner = _http(config, secrets, on_status, max_event_bytes)
-    return _watched(inner, on_end, tap if tap is not None else ListingTap())
+    return _watched(inner, on_end, tap)
 
 
 def resolve_secrets(
