@@ -115,12 +115,15 @@ class ProcessSandbox:
             return SandboxOutcome(ok=False, diagnostic=internal_failure(str(failure)))
         queue_ms = (time.perf_counter() - queued) * 1000
         request["limits"] = limits.to_json()
-        channel = _ProcessChannel(worker, json.dumps(request).encode(), limits)
+        channel: _ProcessChannel | None = None
         try:
+            channel = _ProcessChannel(worker, json.dumps(request).encode(), limits)
             outcome = await drive(channel, host)
         finally:
-            channel.detach()
-            self._pool.release(worker, limits.memory_bytes, reusable=channel.reusable)
+            reusable = channel is not None and channel.reusable
+            if channel is not None:
+                channel.detach()
+            self._pool.release(worker, limits.memory_bytes, reusable=reusable)
         return dataclasses.replace(outcome, queue_ms=queue_ms)
 
 
