@@ -145,6 +145,26 @@ async def test_cancelled_busy_runs_free_their_workers_at_once(sandbox: ProcessSa
         assert trivial.ok and trivial.value == 1
 
 
+async def test_a_run_cancelled_while_awaiting_a_tool_keeps_its_worker(
+    sandbox: ProcessSandbox,
+) -> None:
+    gate, started = asyncio.Event(), asyncio.Event()
+    async with _code_mode(sandbox, _tools(gate, started)) as cm:
+        cancel = asyncio.Event()
+        run = asyncio.ensure_future(cm.run("await tools.app.wait({}); return 1;", cancel=cancel))
+        await started.wait()
+        (pid,) = sandbox.busy_pids()
+        restarts = sandbox.stats().worker_restarts
+        cancel.set()
+        result = await run
+        assert result.diagnostic is not None and result.diagnostic.code == ErrorCode.CANCELLED
+        stats = sandbox.stats()
+        assert stats.busy_workers == 0 and stats.runs_in_flight == 0
+        assert stats.worker_restarts == restarts  # JavaScript was not running: no kill
+        assert _alive(pid)
+        assert (await cm.run("return 'next';")).value == "next"
+
+
 async def test_a_run_stopped_by_its_wall_limit_is_killed_not_left_running(
     sandbox: ProcessSandbox,
 ) -> None:

@@ -99,8 +99,12 @@ class _Worker:
             if message is None or message[0] == b"Q":
                 return
             kind, payload = message
-            if kind == b"X":
-                self._engine = None
+            if kind == b"X":  # the run ended while it awaited tools
+                if self._engine is not None:
+                    self._engine.close()
+                    self._engine = None
+                if self._prepared is None:
+                    self._prepared = prepare_context(prelude_source())
                 continue
             try:
                 step = self._handle(kind, payload)
@@ -136,9 +140,9 @@ class _Worker:
             try:
                 program = self._compile(request["source"], limits.source_bytes)
             except CompileFailure as failure:
-                return Step(done=True, diagnostic=failure.diagnostic)
-            finally:
                 compile_ms = (time.process_time() - started) * 1000
+                return Step(done=True, diagnostic=failure.diagnostic, compile_ms=compile_ms)
+            compile_ms = (time.process_time() - started) * 1000
         else:
             javascript, line_offset, source = request["program"]
             program = CompiledProgram(javascript, int(line_offset), source)
