@@ -154,6 +154,29 @@ async def _accounting_error() -> tuple[float, float, float]:
     return a, b, abs(b - a) / budget * 100
 
 
+def _rss_mb(pid: str = "self") -> float:
+    with open(f"/proc/{pid}/statm", "rb") as statm:
+        import os
+
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+async def _memory_handed_back() -> tuple[float, float, float]:
+    box = ProcessSandbox(RuntimeOptions(max_runs=48), shared=False)
+    hog = (
+        "const keep = []; for (let i = 0; i < 550; i++) keep.push('x'.repeat(100000) + i);\n"
+        "return keep.length;"
+    )
+    try:
+        async with _code_mode(box, memory_bytes=96 * 2**20) as cm:
+            results = await asyncio.gather(*(cm.run(hog) for _ in range(40)))
+            assert all(r.ok for r in results), [r.diagnostic for r in results if not r.ok][:1]
+            stats = cm.runtime_stats()
+            return _rss_mb(), stats.worker_rss_bytes / 2**20, stats.workers
+    finally:
+        box.close()
+
+
 PATHOLOGICAL = {
     "non-null chain": lambda n: "const x: any = 1;\nreturn x" + "!" * n + ";",
     "as chain": lambda n: "const x: any = 1;\nreturn x" + " as any" * (n // 7) + ";",
@@ -243,6 +266,14 @@ async def main_async() -> None:
         loaded,
         "ms",
         f"error {error:.1f}% of the budget (target <= 10%)",
+    )
+    server, workers, count = await _memory_handed_back()
+    row("[process] after 40 concurrent runs of 55 MB: server RSS", server, "MiB")
+    row(
+        f"[process] after them: {count} workers' RSS together",
+        workers,
+        "MiB",
+        "shared zygote pages counted in each",
     )
     _compile_worst()
 
