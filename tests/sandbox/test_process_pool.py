@@ -238,6 +238,23 @@ async def test_an_idle_worker_that_died_is_replaced_before_a_run_uses_it() -> No
         box.close()
 
 
+async def test_a_dead_zygote_takes_no_run_with_it_and_comes_back(sandbox: ProcessSandbox) -> None:
+    gate, started = asyncio.Event(), asyncio.Event()
+    async with _code_mode(sandbox, _tools(gate, started)) as cm:
+        run = asyncio.ensure_future(cm.run("await tools.app.wait({}); return 'survived';"))
+        await started.wait()
+        (pid,) = sandbox.busy_pids()
+        with open(f"/proc/{pid}/status") as status:
+            zygote = int(next(line for line in status if line.startswith("PPid:")).split()[1])
+        os.kill(zygote, signal.SIGKILL)
+        await _until(lambda: not _alive(zygote))
+        gate.set()
+        assert (await run).value == "survived"
+        # New workers come from a new zygote.
+        results = await asyncio.gather(*(cm.run("return 2;") for _ in range(4)))
+        assert [r.value for r in results] == [2, 2, 2, 2]
+
+
 async def test_compute_time_is_the_runs_own_under_a_cpu_burning_host_tool(
     sandbox: ProcessSandbox,
 ) -> None:

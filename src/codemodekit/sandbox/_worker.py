@@ -9,8 +9,9 @@ which keeps fork safe.
 
 A worker hosts one run at a time: it compiles the TypeScript, runs each slice in a fresh
 QuickJS context under the run's limits, measures compute as its own CPU time, and answers
-each request with one step. Between runs it prepares the next context. It exits when its
-socket closes or its zygote dies; the server kills it whenever a run must stop at once.
+each request with one step. Between runs it prepares the next context. It exits when the
+server's end of its socket closes (a thread watches for that while a slice runs); the server
+kills it whenever a run must stop at once. A zygote that dies takes no worker with it.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ import ctypes
 import gc
 import json
 import os
+import select
 import signal
 import socket
 import sys
+import threading
 import time
 import traceback
 from collections import OrderedDict
@@ -59,10 +62,25 @@ def _trim_heap() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
-def _die_with_parent() -> None:
-    """Linux: SIGKILL this process when its parent dies (no orphaned busy workers)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+def _exit_with_server(conn: socket.socket) -> None:
+    """End this worker as soon as the server's end of its socket closes, even while the
+    main thread is inside a slice that never returns: a thread waits for the hang-up.
+    Tied to the server rather than to the zygote, so a zygote that dies (or is killed)
+    takes no run with it."""
+
+    def watch() -> None:
+        poller = select.poll()
+        poller.register(conn.fileno(), select.POLLRDHUP)
+        while True:
+            try:
+                if poller.poll():
+                    os._exit(0)
+            except InterruptedError:
+                continue
+            except OSError:
+                os._exit(0)
+
+    threading.Thread(target=watch, name="codemode-worker-hangup", daemon=True).start()
 
 
 class _Worker:
@@ -203,15 +221,15 @@ def zygote_main(control_fd: int) -> None:
         if pid == 0:  # the worker
             try:
                 control.close()
-                _die_with_parent()
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                _Worker(socket.socket(fileno=fds[0]), compiler).serve()
+                conn = socket.socket(fileno=fds[0])
+                _exit_with_server(conn)
+                _Worker(conn, compiler).serve()
             finally:
                 os._exit(0)
         os.close(fds[0])
         control.sendall(pid.to_bytes(4, "big"))
-    # The server is gone. Returning ends the zygote, and with it (PR_SET_PDEATHSIG) every
-    # worker it forked, busy or not.
+    # The server is gone; each worker notices the same on its own socket.
 
 
 if __name__ == "__main__":
