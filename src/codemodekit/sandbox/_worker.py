@@ -62,6 +62,13 @@ def _trim_heap() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
+def _name_process(name: bytes) -> None:
+    """Linux: the process name `ps`, `top` and `psutil.Process.name()` show (the command line
+    stays the zygote's, since workers are forked)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").prctl(15, ctypes.c_char_p(name), 0, 0, 0)  # PR_SET_NAME
+
+
 def _exit_with_server(conn: socket.socket) -> None:
     """End this worker as soon as the server's end of its socket closes, even while the
     main thread is inside a slice that never returns: a thread waits for the hang-up.
@@ -201,6 +208,7 @@ def _warm_up(compiler: CodeCompiler) -> None:
 
 def zygote_main(control_fd: int) -> None:
     control = socket.socket(fileno=control_fd)
+    _name_process(b"codemode-zygote")
     compiler = CodeCompiler()
     _warm_up(compiler)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
@@ -221,6 +229,7 @@ def zygote_main(control_fd: int) -> None:
         if pid == 0:  # the worker
             try:
                 control.close()
+                _name_process(b"codemode-worker")
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                 conn = socket.socket(fileno=fds[0])
                 _exit_with_server(conn)
