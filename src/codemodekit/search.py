@@ -19,7 +19,6 @@ import difflib
 import heapq
 import importlib
 import itertools
-import json
 import math
 import re
 import threading
@@ -27,14 +26,26 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from codemodekit.catalog import Catalog, ToolDefinition
+from codemodekit.search_response import (
+    Detail,
+    SearchHit,
+    SearchResponse,
+    cut_output,
+    json_size,
+    output_marker,
+)
 from codemodekit.search_text import (
     ABBREVIATIONS,
+    ACTION_VERBS,
     COLLECTION_CUES,
+    CONCEPTS,
+    DESTRUCTIVE_VERBS,
     FIRST_PERSON,
     NEGATING_VERBS,
+    READ_VERBS,
     SELF_TERMS,
     STOPWORDS,
     SYNONYMS,
@@ -43,8 +54,6 @@ from codemodekit.search_text import (
     tokenize,
     words,
 )
-
-Detail = Literal["summary", "typescript"]
 
 DEFAULT_LIMIT = 8
 MAX_LIMIT = 50
@@ -61,119 +70,39 @@ _PREFIX_BONUS = 1_000.0
 _K1 = 1.2
 # (weight, length normalization b) per field: the name says most about what a tool does.
 _FIELDS: dict[str, tuple[float, float]] = {
-    "name": (3.0, 0.5),
+    "name": (2.0, 0.5),
     "source": (1.0, 0.0),
     "lead": (1.0, 0.5),
-    "description": (1.0, 0.75),
-    "properties": (0.5, 0.5),
+    "description": (0.5, 0.75),
+    "properties": (1.0, 0.5),
 }
 """``lead`` is the tool's title and the description's first sentence (usually the summary):
 their words count twice."""
 _COVERAGE_BONUS = 1.0
 """Added per query term a tool matches, so tools matching more of the need rank higher."""
-_NAME_BONUS = 5.0
+_NAME_BONUS = 7.0
 """Times the share of the tool name's words the query covers."""
 _DEPRECATED_FACTOR = 0.85
 """Deprecated tools stay findable but rank below an otherwise equal current one."""
-_SYNONYM_WEIGHT = 0.6
+_SYNONYM_WEIGHT = 0.8
+_CONCEPT_WEIGHT = 0.45
 _PREFIX_WEIGHT = 0.5
 
+_PHRASE_BONUS = 0.5
+_LEAD_BONUS = 2.0
+"""Times the share of the summary's words a matched term covers."""
+"""Per pair of the need's adjacent words found adjacent in a matched tool's name."""
+_ENUM_VALUES = 16
+"""At most this many allowed values of a property are indexed (long enums are data)."""
+_ACTION_BONUS = 1.0
+"""Added to a matched tool whose name performs the action the need names."""
+_DESTRUCTIVE_FACTOR = 0.7
+"""A matched tool that deletes or removes, for a need that names no such action."""
+_READ_FACTOR = 0.7
+"""A matched tool that only reads (list, get...), for a need naming another action."""
+
 _LEAD = re.compile(r"(?<=[.!?])\s|\n")
-_COLLECTION_WEIGHT = 0.4
-
-
-@dataclass(frozen=True, slots=True)
-class SearchHit:
-    address: str
-    """The exact callable expression, e.g. ``tools.github.pulls_list``."""
-    source: str
-    name: str
-    description: str
-    """Bounded (``DESCRIPTION_CHARS``), with ``…`` where cut."""
-    deprecated: bool = False
-    read_only: bool = False
-    typescript: str | None = None
-    """``detail="typescript"``: the tool's input declarations and signature, then its output
-    declarations (``output_cut`` when those were cut to bound the response)."""
-    output_cut: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "address": self.address,
-            "source": self.source,
-            "name": self.name,
-            "description": self.description,
-        }
-        if self.deprecated:
-            out["deprecated"] = True
-        if self.read_only:
-            out["readOnly"] = True
-        if self.typescript is not None:
-            out["typescript"] = self.typescript
-        if self.output_cut:
-            out["outputTypeCut"] = True
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class SearchResponse:
-    query: str
-    detail: Detail
-    source: str | None
-    revision: str
-    """The catalog revision searched: a later ``TOOL_NOT_FOUND`` can be traced to stale discovery."""
-    hits: tuple[SearchHit, ...]
-    matched: int
-    """Tools that matched the query (after the source filter); ``len(hits)`` of them returned."""
-    total: int
-    """Model-visible tools in the catalog."""
-    omitted: int = 0
-    """Hits within ``limit`` dropped to keep the response under its byte cap."""
-    note: str | None = None
-    result_contract: str | None = None
-    """``detail="typescript"``: the shared ``ToolResult`` contract, once per response."""
-
-    @property
-    def counts(self) -> str:
-        return f"{len(self.hits)} of {self.matched} matching tools (catalog: {self.total} tools)"
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "query": self.query,
-            "detail": self.detail,
-            "revision": self.revision,
-            "counts": {"returned": len(self.hits), "matched": self.matched, "catalog": self.total},
-            "summary": self.counts,
-            "tools": [hit.to_json() for hit in self.hits],
-        }
-        if self.source is not None:
-            out["source"] = self.source
-        if self.omitted:
-            out["omitted"] = self.omitted
-        if self.note is not None:
-            out["note"] = self.note
-        if self.result_contract is not None:
-            out["resultContract"] = self.result_contract
-        return out
-
-    def to_text(self) -> str:
-        """Compact rendering for a model: counts, one line (or declaration) per tool, notes."""
-        lines = [f"{self.counts}; revision {self.revision}"]
-        if self.note:
-            lines.append(f"note: {self.note}")
-        for hit in self.hits:
-            flags = "".join(
-                (" [deprecated]" if hit.deprecated else "", " [read-only]" if hit.read_only else "")
-            )
-            lines.append(f"- {hit.address}{flags}: {hit.description}")
-            if hit.typescript is not None:
-                lines.append(hit.typescript.rstrip())
-        if self.omitted:
-            lines.append(f"({self.omitted} more hits omitted to bound the response size)")
-        if self.result_contract is not None:
-            lines.append("")
-            lines.append(self.result_contract.rstrip())
-        return "\n".join(lines)
+_COLLECTION_WEIGHT = 0.8
 
 
 class SearchError(ValueError):
@@ -193,6 +122,10 @@ class _Index:
     names: list[tuple[str, int]]
     """Sorted (normalized name or key, document), for name-prefix matches."""
     source_ranges: dict[str, tuple[int, int]]
+    actions: list[str | None]
+    """Per tool, the action its name performs: the first of its words that is a verb."""
+    pairs: dict[tuple[str, str], array[int]]
+    """Two terms adjacent in a tool's name -> those tools (``remove_label``: remove, label)."""
 
 
 _cache: OrderedDict[str, _Index] = OrderedDict()
@@ -215,14 +148,24 @@ def index_for(catalog: Catalog) -> _Index:
 
 
 def _property_names(schema: Mapping[str, Any]) -> Iterable[str]:
-    # Top-level properties and one level of nesting: deeper names are rarely what a need names.
+    # Top-level properties and one level of nesting: deeper names are rarely what a need
+    # names. The string values a top-level property allows name states a need may ask for
+    # ("pets that are available" -> ``status: "available" | "pending" | "sold"``).
     props = schema.get("properties")
     if not isinstance(props, Mapping):
         return
     for name, sub in props.items():
         yield name
-        if isinstance(sub, Mapping) and isinstance(sub.get("properties"), Mapping):
+        if not isinstance(sub, Mapping):
+            continue
+        if isinstance(sub.get("properties"), Mapping):
             yield from sub["properties"]
+        values = sub.get("enum")
+        items = sub.get("items")
+        if values is None and isinstance(items, Mapping):
+            values = items.get("enum")
+        if isinstance(values, list | tuple):
+            yield from (v for v in values[:_ENUM_VALUES] if isinstance(v, str))
 
 
 def _lead(tool: ToolDefinition) -> str:
@@ -269,6 +212,7 @@ def _build(available: Iterable[ToolDefinition]) -> _Index:
     # term's share of the tool's name (names are short verb-object phrases, so "get a pull
     # request" prefers ``pulls_get`` over ``pulls_get_review``).
     name_sets = [frozenset(terms) for terms in field_terms["name"]]
+    lead_sets = [frozenset(terms) for terms in field_terms["lead"]]
     postings: dict[str, tuple[array[int], array[float]]] = {}
     for term, per_doc in weighted.items():
         df = len(per_doc)
@@ -279,6 +223,8 @@ def _build(available: Iterable[ToolDefinition]) -> _Index:
             value = idf * per_doc[d] / (_K1 + per_doc[d]) + _COVERAGE_BONUS
             if term in name_sets[d]:
                 value += _NAME_BONUS / len(name_sets[d])
+            if term in lead_sets[d]:
+                value += _LEAD_BONUS / len(lead_sets[d])
             if tools[d].deprecated:
                 value *= _DEPRECATED_FACTOR
             values.append(value)
@@ -297,7 +243,15 @@ def _build(available: Iterable[ToolDefinition]) -> _Index:
         lo, _ = source_ranges.get(tool.source, (doc, doc))
         source_ranges[tool.source] = (lo, doc + 1)
     names.sort()
+    actions = [next((t for t in terms if t in ACTION_VERBS), None) for terms in field_terms["name"]]
+    pairs: dict[tuple[str, str], list[int]] = {}
+    for doc in range(count):
+        # Adjacent as written (stopwords kept): ``list_for_release`` does not pair list+release.
+        for pair in dict.fromkeys(itertools.pairwise(map(stem, words(tools[doc].name)))):
+            pairs.setdefault(pair, []).append(doc)
     return _Index(
+        actions=actions,
+        pairs={p: array("I", docs) for p, docs in pairs.items()},
         tools=tools,
         postings=postings,
         vocabulary=sorted(postings),
@@ -315,6 +269,9 @@ def _variants(index: _Index, term: str) -> list[tuple[str, float]]:
     for synonym in SYNONYMS.get(term, ()):
         if synonym in index.postings:
             out.setdefault(synonym, _SYNONYM_WEIGHT)
+    for concept in CONCEPTS.get(term, ()):
+        if concept in index.postings:
+            out.setdefault(concept, _CONCEPT_WEIGHT)
     if len(term) >= 3 and not term.isdigit():
         start = bisect.bisect_left(index.vocabulary, term)
         added = 0
@@ -409,6 +366,8 @@ def _score(index: _Index, query: str) -> dict[int, float]:
     for unit in units[1:]:
         for doc, value in unit.items():
             scores[doc] = scores.get(doc, 0.0) + value
+    _weigh_actions(index, query, scores)
+    _weigh_phrases(index, query, scores)
     key = normalized(query)
     if len(key) >= 3:
         start = bisect.bisect_left(index.names, (key, -1))
@@ -419,6 +378,50 @@ def _score(index: _Index, query: str) -> dict[int, float]:
     for doc in index.exact.get(key, ()):
         scores[doc] = scores.get(doc, 0.0) + _EXACT_BONUS
     return scores
+
+
+def _weigh_actions(index: _Index, query: str, scores: dict[int, float]) -> None:
+    """Prefer matched tools performing the action the need names; without a destructive
+    word in the need, rank matched tools that delete or remove lower."""
+    raw = words(query)
+    # "who starred", "repositories I watched": a past participle names a state, not the
+    # action wanted.
+    named = {v for w in raw if (v := stem(w)) in ACTION_VERBS and not w.endswith("ed")}
+    for first, second in itertools.pairwise(raw):
+        if first in NEGATING_VERBS:  # "stop following": the action is ``unfollow``
+            named.discard(stem(second))
+            named.add("un" + stem(second))
+    if _asks_for_many(raw):
+        # "get all issues" is a listing: the read verbs stand for "list".
+        named = {v for v in named if v != "get" and "get" not in SYNONYMS.get(v, ())}
+        named.add("list")
+    for verb in list(named):
+        named.update(s for s in SYNONYMS.get(verb, ()) if s in ACTION_VERBS)
+    # Per action verb: (factor, bonus); then one pass over the matched tools.
+    weights: dict[str, tuple[float, float]] = {}
+    if named - READ_VERBS:
+        # The need changes something: tools that only read rank lower.
+        weights.update((verb, (_READ_FACTOR, 0.0)) for verb in READ_VERBS - named)
+    for verb in list(named):
+        named.update(c for c in CONCEPTS.get(verb, ()) if c in ACTION_VERBS)
+    weights.update((verb, (1.0, _ACTION_BONUS)) for verb in named)
+    if not named & DESTRUCTIVE_VERBS:
+        weights.update((verb, (_DESTRUCTIVE_FACTOR, 0.0)) for verb in DESTRUCTIVE_VERBS)
+    actions = index.actions
+    for doc, score in scores.items():
+        weight = weights.get(actions[doc])  # type: ignore[arg-type]
+        if weight is not None:
+            scores[doc] = score * weight[0] + weight[1]
+
+
+def _weigh_phrases(index: _Index, query: str, scores: dict[int, float]) -> None:
+    """A matched tool whose name has two of the need's words side by side, in its order
+    ("remove a label" -> ``remove_label``, not ``remove_all_labels``), ranks higher."""
+    terms = tokenize(query)
+    for pair in dict.fromkeys(itertools.pairwise(terms)):
+        for doc in index.pairs.get(pair, ()):
+            if doc in scores:
+                scores[doc] += _PHRASE_BONUS
 
 
 def _top(scores: dict[int, float], limit: int) -> list[int]:
@@ -454,37 +457,6 @@ def _typescript_renderers() -> tuple[Callable[[ToolDefinition], tuple[str, str]]
     render: Callable[[ToolDefinition], tuple[str, str]] = codegen.tool_typescript_parts
     contract: str = contract_module.RESULT_CONTRACT
     return render, contract
-
-
-def _json_size(value: Any) -> int:
-    return len(json.dumps(value, ensure_ascii=False).encode())
-
-
-def _output_marker(tool: ToolDefinition, shown: int, total: int) -> str:
-    ask = json.dumps({"query": tool.key, "detail": "typescript", "limit": 1})
-    what = (
-        f"output type cut here: {shown} of {total} characters shown"
-        if shown
-        else f"output type ({total} characters) left out"
-    )
-    return (
-        f"// … {what} to bound this response; search_tools {ask} shows the most one response "
-        f"holds, the generated tools.{tool.source}.d.ts has it whole\n"
-    )
-
-
-def _cut_output(tool: ToolDefinition, output: str, budget: int) -> str:
-    """``output`` cut at a line boundary to at most ``budget`` JSON bytes, marker included."""
-    budget -= _json_size(_output_marker(tool, len(output), len(output))) - 2
-    kept: list[str] = []
-    used = 0
-    for line in output.splitlines(keepends=True):
-        cost = _json_size(line) - 2
-        if used + cost > budget:
-            break
-        kept.append(line)
-        used += cost
-    return "".join(kept) + _output_marker(tool, sum(map(len, kept)), len(output))
 
 
 def _source_notes(
@@ -571,7 +543,7 @@ def search_catalog(
     outputs: list[str] = []
     markers: list[int] = []
     # The envelope (counts, notes, query echoed twice) is bounded by this allowance.
-    used = _json_size(contract or "") + 1024 + 2 * len(query) + sum(map(len, source_notes))
+    used = json_size(contract or "") + 1024 + 2 * len(query) + sum(map(len, source_notes))
     omitted = 0
     # Every hit's summary and input declaration first (the first hit's always, even past
     # the cap: without it the answer is useless); later hits that do not fit are dropped.
@@ -588,8 +560,8 @@ def search_catalog(
             read_only=tool.read_only,
             typescript=None if render is None else head,
         )
-        marker = _json_size(_output_marker(tool, 0, len(output))) if output else 0
-        size = _json_size(hit.to_json()) + marker
+        marker = json_size(output_marker(tool, 0, len(output))) if output else 0
+        size = json_size(hit.to_json()) + marker
         if hits and (omitted or used + size > max_bytes):
             omitted += 1
             continue
@@ -606,12 +578,12 @@ def search_catalog(
         hit = hits[i]
         assert hit.typescript is not None
         room = max_bytes - used + markers[i]
-        if _json_size(hit.typescript + output) - _json_size(hit.typescript) <= room:
+        if json_size(hit.typescript + output) - json_size(hit.typescript) <= room:
             text = output
         else:
-            text = _cut_output(index.tools[top[i]], output, room)
+            text = cut_output(index.tools[top[i]], output, room)
             cut += 1
-        used += _json_size(hit.typescript + text) - _json_size(hit.typescript) - markers[i]
+        used += json_size(hit.typescript + text) - json_size(hit.typescript) - markers[i]
         hits[i] = dataclasses.replace(
             hit, typescript=hit.typescript + text, output_cut=text != output
         )

@@ -38,7 +38,7 @@ _SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
     ("app", "application"),
     ("admin", "administrator"),
     ("user", "account"),
-    ("get", "fetch", "retrieve", "read", "show", "view", "describe", "lookup"),
+    ("get", "fetch", "retrieve", "read", "show", "view", "describe", "lookup", "find"),
     ("create", "add", "new", "make", "open", "insert"),
     ("delete", "remove", "destroy", "drop", "erase"),
     ("update", "edit", "modify", "change", "set", "patch"),
@@ -54,12 +54,26 @@ _SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
     ("file", "content"),
     ("log", "logs"),
 )
+# Looser, everyday wording for what tools call things: a need says "remember a fact about
+# a person" where a memory tool says "add observations to entities". Applied to query
+# terms only, weaker than synonyms. Concepts, not tool names; see docs/adr/0012.
+_CONCEPT_GROUPS: tuple[tuple[str, ...], ...] = (
+    ("remember", "memorize", "memory", "recall", "memo"),
+    ("fact", "observation", "knowledge", "note"),
+    ("person", "people", "individual", "human", "contact"),
+    ("forget", "cancel", "delete", "remove"),
+    ("kick", "remove", "ban", "block"),
+    ("publish", "create", "release"),
+    ("approve", "review", "accept"),
+    ("watch", "subscribe", "subscription"),
+)
 # First-person words in a need ("my repositories", "assigned to me") mean the caller:
 # APIs say "authenticated user", "current user" or "me".
 FIRST_PERSON = frozenset({"my", "me", "mine", "myself"})
-# A need for a collection ("all repositories of an org", "what webhooks are configured")
-# asks for a listing even when it names no verb: a weak "list" unit is added.
-COLLECTION_CUES = frozenset({"all", "every"})
+# A need for a collection ("all repositories of an org", "what webhooks are configured",
+# "who starred", "commit history") asks for a listing even when it names no verb (or says
+# "get"): a weak "list" unit is added and listing counts as the action it names.
+COLLECTION_CUES = frozenset({"all", "every", "who", "history"})
 # "stop following" is how people say ``unfollow``; "un" + the next word, when the catalog
 # has it, stands in as one more unit.
 NEGATING_VERBS = frozenset({"stop", "undo", "cease"})
@@ -71,11 +85,38 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Abbreviations that mean exactly their long form: both spellings become one term (in the
+# index and in queries), so ``repos_list_for_org`` matches "organization repositories" as
+# fully as its own words.
+_SAME_TERM = (
+    ("repo", "repository"),
+    ("org", "organization"),
+    ("config", "configuration"),
+    ("info", "information"),
+    ("dir", "directory"),
+    ("env", "environment"),
+    ("msg", "message"),
+    ("pkg", "package"),
+    ("db", "database"),
+    ("app", "application"),
+    ("admin", "administrator"),
+)
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def stem(token: str) -> str:
-    """Light suffix folding so ``repositories``/``repository`` and ``creating``/``create`` meet."""
+    """Light suffix folding so ``repositories``/``repository`` and ``creating``/``create``
+    meet; an abbreviation and its long form (``repo``/``repository``) give one term."""
+    folded = _fold(token)
+    return _CANONICAL.get(folded, folded)
+
+
+def _fold(token: str) -> str:
     if len(token) <= 3 or not token.isalpha():
         return token
+    if token.endswith(("ee", "ees")) and len(token) > 6:
+        # The one who is acted on: ``assignees`` -> assign, ``employee`` -> employ.
+        return token[: -2 if token.endswith("ee") else -3]
     if token.endswith("ies") and len(token) > 4:
         return token[:-3] + "y"
     if token.endswith(("sses", "xes", "ches", "shes", "zes")):
@@ -89,6 +130,9 @@ def stem(token: str) -> str:
     if token.endswith("e") and len(token) > 4:
         token = token[:-1]
     return token
+
+
+_CANONICAL = {_fold(long): _fold(short) for short, long in _SAME_TERM}
 
 
 def _undouble(token: str) -> str:
@@ -121,4 +165,39 @@ def _synonym_table() -> dict[str, tuple[str, ...]]:
 
 
 SYNONYMS = _synonym_table()
+
+
+def _concept_table() -> dict[str, tuple[str, ...]]:
+    table: dict[str, set[str]] = {}
+    for group in _CONCEPT_GROUPS:
+        stems = [stem(w) for w in group]
+        for s in stems:
+            table.setdefault(s, set()).update(x for x in stems if x != s)
+    return {k: tuple(sorted(v - set(SYNONYMS.get(k, ())))) for k, v in table.items()}
+
+
+CONCEPTS = _concept_table()
 SELF_TERMS = tuple(sorted({stem(w) for w in ("authenticated", "current", "me")}))
+
+# The action a tool performs is the first of its name's words that is one of these verbs
+# (``issues_remove_label`` → remove, ``findPetsByStatus`` → find). A need naming an action
+# prefers tools performing it; a need naming no destructive action ranks tools that delete
+# or remove below the rest. Generic API verbs, stemmed like every term.
+ACTION_VERBS = frozenset(
+    stem(w)
+    for w in """get list delete create set update remove add check disable enable download
+    request cancel revoke restore review mark start merge generate redeliver unlock approve
+    star unstar rerequest stop dismiss render assign unassign block unblock compare upload
+    find reset suspend unsuspend export import publish fork lock pin unpin follow unfollow
+    transfer rename sync accept decline watch unwatch search run rerun submit close reopen
+    edit replace move convert test place login logout deploy archive unarchive invite
+    subscribe unsubscribe""".split()  # noqa: SIM905
+)
+DESTRUCTIVE_VERBS = frozenset(
+    stem(w)
+    for w in "delete remove destroy drop erase purge revoke clear wipe".split()  # noqa: SIM905
+)
+READ_VERBS = frozenset(
+    stem(w)
+    for w in "get list check search find fetch read show view describe lookup".split()  # noqa: SIM905
+)

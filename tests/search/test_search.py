@@ -73,7 +73,9 @@ def test_camel_snake_kebab_and_plurals_are_tokenized(catalog: Catalog) -> None:
     assert _addresses(search_catalog(catalog, "pull request listing"))[0] == (
         'tools.github["list-pull-requests"]'
     )
-    assert _addresses(search_catalog(catalog, "repositories"))[0] == "tools.github.get_repository"
+    # The plural finds the singular; a plural need also prefers a listing tool (ADR 0012).
+    assert "tools.github.get_repository" in _addresses(search_catalog(catalog, "repositories"))[:2]
+    assert _addresses(search_catalog(catalog, "a repository"))[0] == "tools.github.get_repository"
 
 
 def test_schema_property_names_are_searched(catalog: Catalog) -> None:
