@@ -45,7 +45,6 @@ from codemodekit.search_text import (
     DESTRUCTIVE_VERBS,
     FIRST_PERSON,
     NEGATING_VERBS,
-    READ_VERBS,
     SELF_TERMS,
     STOPWORDS,
     SYNONYMS,
@@ -98,8 +97,6 @@ _ACTION_BONUS = 1.0
 """Added to a matched tool whose name performs the action the need names."""
 _DESTRUCTIVE_FACTOR = 0.7
 """A matched tool that deletes or removes, for a need that names no such action."""
-_READ_FACTOR = 0.7
-"""A matched tool that only reads (list, get...), for a need naming another action."""
 
 _LEAD = re.compile(r"(?<=[.!?])\s|\n")
 _COLLECTION_WEIGHT = 0.8
@@ -399,9 +396,6 @@ def _weigh_actions(index: _Index, query: str, scores: dict[int, float]) -> None:
         named.update(s for s in SYNONYMS.get(verb, ()) if s in ACTION_VERBS)
     # Per action verb: (factor, bonus); then one pass over the matched tools.
     weights: dict[str, tuple[float, float]] = {}
-    if named - READ_VERBS:
-        # The need changes something: tools that only read rank lower.
-        weights.update((verb, (_READ_FACTOR, 0.0)) for verb in READ_VERBS - named)
     for verb in list(named):
         named.update(c for c in CONCEPTS.get(verb, ()) if c in ACTION_VERBS)
     weights.update((verb, (1.0, _ACTION_BONUS)) for verb in named)

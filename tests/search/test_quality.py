@@ -23,7 +23,7 @@ from codemodekit.search import search_catalog
 # when this floor was set; see benchmarks/bench_search.py and docs/adr/0012.
 RECALL_AT_5_FLOOR = 0.85
 # The ranking rules of 2026-12-01 (ADR 0012) were tuned on queries.json and
-# queries_heldout.json: recall@1 0.911 (92 of 101) on queries.json.
+# queries_heldout.json: recall@1 0.901 (91 of 101) on queries.json.
 RECALL_AT_1_FLOOR = 0.90
 HELD_OUT = Path(__file__).parents[1] / "fixtures" / "search" / "queries_heldout.json"
 HELD_OUT_2 = Path(__file__).parents[1] / "fixtures" / "search" / "queries_heldout_2026_12.json"
@@ -71,8 +71,8 @@ def test_recall_at_1_on_the_development_queries() -> None:
 
 def test_the_untuned_held_out_set() -> None:
     # queries_heldout_2026_12.json: 30 needs written before the 2026-12-01 ranking rules and
-    # never tuned on. Blind before them: recall@1 0.767, recall@5 0.933; after: 0.667 and
-    # 0.833 (reported in docs/adr/0012; this floor only catches a collapse).
+    # never tuned on. Blind before them: recall@1 0.767, recall@5 0.933; after: 0.700 and
+    # 0.900 (reported in docs/adr/0012; this floor only catches a collapse).
     cases = json.loads(HELD_OUT_2.read_text("utf-8"))
     names = {f"{t['source']}.{t['name']}" for t in fixture_tools()}
     assert len(cases) == 30 and all(set(c["expected"]) <= names for c in cases)
