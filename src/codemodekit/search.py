@@ -20,6 +20,7 @@ import heapq
 import importlib
 import itertools
 import math
+import operator
 import re
 import threading
 from array import array
@@ -352,8 +353,9 @@ def _unit_scores(index: _Index, variants: list[tuple[str, float]]) -> dict[int, 
     return best
 
 
-def _score(index: _Index, query: str) -> dict[int, float]:
-    """Lexical scores of every matching document."""
+def _score(index: _Index, query: str, docs: range, limit: int) -> tuple[dict[int, float], int]:
+    """Scores of the documents in ``docs`` that may rank in the top ``limit``, and how many
+    in ``docs`` match at all."""
     units = sorted(
         (_unit_scores(index, variants) for variants in _query_units(index, query)),
         key=len,
@@ -363,23 +365,69 @@ def _score(index: _Index, query: str) -> dict[int, float]:
     for unit in units[1:]:
         for doc, value in unit.items():
             scores[doc] = scores.get(doc, 0.0) + value
-    _weigh_actions(index, query, scores)
-    _weigh_phrases(index, query, scores)
+    if len(docs) < len(index.tools):
+        scores = {d: v for d, v in scores.items() if d in docs}
     key = normalized(query)
+    tiers: dict[int, float] = {}
     if len(key) >= 3:
         start = bisect.bisect_left(index.names, (key, -1))
         for name, doc in index.names[start:]:
             if not name.startswith(key):
                 break
-            scores[doc] = scores.get(doc, 0.0) + _PREFIX_BONUS
+            tiers[doc] = tiers.get(doc, 0.0) + _PREFIX_BONUS
     for doc in index.exact.get(key, ()):
-        scores[doc] = scores.get(doc, 0.0) + _EXACT_BONUS
-    return scores
+        tiers[doc] = tiers.get(doc, 0.0) + _EXACT_BONUS
+    tiers = {d: v for d, v in tiers.items() if d in docs}
+    matched = len(scores.keys() | tiers.keys())
+    adjust = _intent(index, query)
+    if len(scores) > 4 * limit:
+        # The intent rules only scale down or add at most ``adjust.most``: a tool whose
+        # lexical score is that far below the adjusted top ``limit`` cannot reach them, so
+        # only the others pay for the rules (the same result, without a pass over all).
+        best = dict(heapq.nlargest(limit, scores.items(), key=operator.itemgetter(1)))
+        adjust.apply(best)
+        bound = heapq.nlargest(limit, best.values())[-1] - adjust.most - 1e-6
+        scores = {d: v for d, v in scores.items() if v >= bound or d in tiers}
+    adjust.apply(scores)
+    for doc, bonus in tiers.items():
+        scores[doc] = scores.get(doc, 0.0) + bonus
+    return scores, matched
 
 
-def _weigh_actions(index: _Index, query: str, scores: dict[int, float]) -> None:
-    """Prefer matched tools performing the action the need names; without a destructive
-    word in the need, rank matched tools that delete or remove lower."""
+@dataclass(slots=True)
+class _Intent:
+    """What a need's wording says beyond its terms: per action verb a (factor, bonus), and
+    pairs of its words a tool name may have side by side."""
+
+    index: _Index
+    weights: dict[str, tuple[float, float]]
+    pairs: list[tuple[str, str]]
+
+    @property
+    def most(self) -> float:
+        """The largest amount ``apply`` can add to one score."""
+        return max((b for _, b in self.weights.values()), default=0.0) + _PHRASE_BONUS * len(
+            self.pairs
+        )
+
+    def apply(self, scores: dict[int, float]) -> None:
+        actions = self.index.actions
+        weights = self.weights
+        for doc, score in scores.items():
+            weight = weights.get(actions[doc])  # type: ignore[arg-type]
+            if weight is not None:
+                scores[doc] = score * weight[0] + weight[1]
+        for pair in self.pairs:
+            for doc in self.index.pairs.get(pair, ()):
+                if doc in scores:
+                    scores[doc] += _PHRASE_BONUS
+
+
+def _intent(index: _Index, query: str) -> _Intent:
+    """Action intent: prefer tools performing the action the need names; without a
+    destructive word in the need, rank tools that delete or remove lower. Name phrases: a
+    tool whose name has two of the need's words side by side, in its order ("remove a
+    label" -> ``remove_label``, not ``remove_all_labels``), ranks higher."""
     raw = words(query)
     # "who starred", "repositories I watched": a past participle names a state, not the
     # action wanted.
@@ -394,28 +442,13 @@ def _weigh_actions(index: _Index, query: str, scores: dict[int, float]) -> None:
         named.add("list")
     for verb in list(named):
         named.update(s for s in SYNONYMS.get(verb, ()) if s in ACTION_VERBS)
-    # Per action verb: (factor, bonus); then one pass over the matched tools.
-    weights: dict[str, tuple[float, float]] = {}
     for verb in list(named):
         named.update(c for c in CONCEPTS.get(verb, ()) if c in ACTION_VERBS)
-    weights.update((verb, (1.0, _ACTION_BONUS)) for verb in named)
+    weights = {verb: (1.0, _ACTION_BONUS) for verb in named}
     if not named & DESTRUCTIVE_VERBS:
         weights.update((verb, (_DESTRUCTIVE_FACTOR, 0.0)) for verb in DESTRUCTIVE_VERBS)
-    actions = index.actions
-    for doc, score in scores.items():
-        weight = weights.get(actions[doc])  # type: ignore[arg-type]
-        if weight is not None:
-            scores[doc] = score * weight[0] + weight[1]
-
-
-def _weigh_phrases(index: _Index, query: str, scores: dict[int, float]) -> None:
-    """A matched tool whose name has two of the need's words side by side, in its order
-    ("remove a label" -> ``remove_label``, not ``remove_all_labels``), ranks higher."""
-    terms = tokenize(query)
-    for pair in dict.fromkeys(itertools.pairwise(terms)):
-        for doc in index.pairs.get(pair, ()):
-            if doc in scores:
-                scores[doc] += _PHRASE_BONUS
+    pairs = list(dict.fromkeys(itertools.pairwise(tokenize(query))))
+    return _Intent(index, weights, [p for p in pairs if p in index.pairs])
 
 
 def _top(scores: dict[int, float], limit: int) -> list[int]:
@@ -523,9 +556,7 @@ def search_catalog(
                 return empty(f"source {source!r} has no callable tools right now")
             return empty(_close_sources(source, catalog.sources))
         lo, hi = index.source_ranges[source]
-    scores = _score(index, query)
-    if source is not None:
-        scores = {d: s for d, s in scores.items() if lo <= d < hi}
+    scores, matched = _score(index, query, range(lo, hi), limit)
     if not scores:
         return empty("no tool matched; try fewer or more general words, or another source")
     top = _top(scores, limit)
@@ -598,7 +629,7 @@ def search_catalog(
         source,
         catalog.revision,
         tuple(hits),
-        len(scores),
+        matched,
         total,
         omitted=omitted,
         note=with_notes(*notes),
