@@ -64,3 +64,20 @@ def test_ranking_is_deterministic_across_index_builds(tmp_path: Path) -> None:
     _cache.clear()  # a fresh index for the same revision ranks the same way
     second = [[h.address for h in search_catalog(fixture_catalog(), q).hits] for q in queries]
     assert first == second
+
+
+def test_a_smaller_limit_is_a_prefix_of_a_larger_one() -> None:
+    """The intent rules skip tools that cannot reach the top ``limit``: cutting must never
+    change the order, whatever the limit or source filter."""
+    from tests.fixtures.search.catalog_fixture import copies_for, fixture_catalog, fixture_queries
+
+    from codemodekit.search import MAX_LIMIT, search_catalog
+
+    catalog = fixture_catalog(copies_for(5_000))
+    for case in fixture_queries():
+        for source in (None, "github_3"):
+            wide = search_catalog(catalog, case["query"], limit=MAX_LIMIT, source=source)
+            for limit in (1, 8):
+                narrow = search_catalog(catalog, case["query"], limit=limit, source=source)
+                assert narrow.hits == wide.hits[:limit], (case["query"], source, limit)
+                assert narrow.matched == wide.matched
