@@ -81,8 +81,9 @@ def decode_bytes_value(value: Any, *, limit: int = BYTES_LIMIT) -> tuple[bytes, 
 
 
 def tag_bytes(value: Any, *, depth: int = 0) -> Any:
-    """``value`` with every ``bytes``-like inside replaced by its tagged shape (what a local
-    tool may return); other values are returned unchanged."""
+    """``value`` with every ``bytes``-like inside replaced by its tagged shape; other values
+    unchanged. For tools that return nested binary data (a bare ``bytes`` result is refused
+    as ``TOOL_RESULT_INVALID``: binary data is tagged explicitly)."""
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes_value(value, "application/octet-stream")
     if depth > 64:

@@ -498,6 +498,12 @@ class ToolBridge:
             else:
                 where = non_json_path(output.structured_content)
                 reason = "is not JSON data" + (f": {where}" if where else "")
+                if "bytes" in str(exc) or "memoryview" in str(exc):
+                    # Binary data is explicit (ADR 0023): the tool must tag it.
+                    reason += (
+                        " (return bytes as codemodekit.binary.bytes_value(data, media_type),"
+                        ' the { $bytes: "<base64>", mediaType } shape)'
+                    )
             raise self._reject(
                 ErrorCode.TOOL_RESULT_INVALID,
                 f"the result of {address} {reason}",

@@ -120,17 +120,19 @@ async def test_ordinary_json_and_class_instances_still_serialize(cm: CodeMode) -
     ]
 
 
-async def test_a_local_tool_returning_bytes_gives_the_tagged_shape() -> None:
-    from codemodekit.binary import BYTES_LIMIT
+async def test_a_local_tool_tags_its_bytes_explicitly() -> None:
+    from codemodekit.binary import BYTES_LIMIT, BytesValueError, bytes_value, tag_bytes
 
     tools = {
-        "png": define_tool(description="p", input_schema=OBJ, execute=lambda a: b"\x89PNG"),
+        "png": define_tool(
+            description="p",
+            input_schema=OBJ,
+            execute=lambda a: bytes_value(b"\x89PNG", "image/png"),
+        ),
         "nested": define_tool(
-            description="n", input_schema=OBJ, execute=lambda a: {"parts": [bytearray(b"ab")]}
+            description="n", input_schema=OBJ, execute=lambda a: tag_bytes({"parts": [b"ab"]})
         ),
-        "huge": define_tool(
-            description="h", input_schema=OBJ, execute=lambda a: b"x" * (BYTES_LIMIT + 1)
-        ),
+        "raw": define_tool(description="r", input_schema=OBJ, execute=lambda a: b"raw"),
     }
     async with CodeMode(sources=[local("img", tools)], policy=allow_all_tool_calls()) as cm:
         r = await cm.run(
@@ -140,11 +142,13 @@ async def test_a_local_tool_returning_bytes_gives_the_tagged_shape() -> None:
         )
         assert r.ok, r.diagnostic
         assert r.value == [
-            {"$bytes": "iVBORw==", "mediaType": "application/octet-stream"},
+            {"$bytes": "iVBORw==", "mediaType": "image/png"},
             {"parts": [{"$bytes": "YWI=", "mediaType": "application/octet-stream"}]},
             4,
         ]
-        huge = await cm.run("return await tools.img.huge({});")
-        assert huge.diagnostic is not None
-        assert huge.diagnostic.code is ErrorCode.TOOL_ERROR
-        assert "limit" in huge.diagnostic.message
+        raw = await cm.run("return await tools.img.raw({});")
+        assert raw.diagnostic is not None
+        assert raw.diagnostic.code is ErrorCode.TOOL_RESULT_INVALID
+        assert "bytes_value" in raw.diagnostic.message
+    with pytest.raises(BytesValueError, match="limit"):
+        bytes_value(b"x" * (BYTES_LIMIT + 1))

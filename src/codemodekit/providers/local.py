@@ -23,9 +23,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from codemodekit.binary import BytesValueError, tag_bytes
 from codemodekit.catalog import tool_address
-from codemodekit.errors import Diagnostic, ErrorCode, SourceUnavailable, ToolError
+from codemodekit.errors import Diagnostic, ErrorCode, SourceUnavailable
 from codemodekit.providers.base import (
     CallContext,
     Discovery,
@@ -198,11 +197,7 @@ def _is_async(fn: Callable[..., Any]) -> bool:
 def _to_json_value(value: Any) -> Any:
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
-    try:
-        # bytes become the tagged { $bytes, mediaType } shape (ADR 0023), never a crash.
-        return tag_bytes(value)
-    except BytesValueError as exc:
-        raise ToolError(f"the tool's result: {exc}") from None
+    return value
 
 
 class LocalToolProvider:
