@@ -42,7 +42,15 @@ def test_init_then_check_passes_in_an_empty_folder(
     monkeypatch.chdir(tmp_path)
     code, out, err = run(capsys, "init")
     assert (code, err) == (0, "")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["codemode.toml", "hello.ts"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "codemode.schema.json",
+        "codemode.toml",
+        "hello.ts",
+    ]
+    spec_text = (tmp_path / "codemode.toml").read_text(encoding="utf-8")
+    assert spec_text.startswith("#:schema ./codemode.schema.json\n")
+    schema = json.loads((tmp_path / "codemode.schema.json").read_text(encoding="utf-8"))
+    jsonschema.validate(tomllib.loads(spec_text), schema)
     assert "wrote codemode.toml" in out
 
     code, out, err = run(capsys, "check")

@@ -10,6 +10,8 @@ from typing import Any
 
 STARTER_FILES = ("codemode.toml", "hello.ts")
 """Copied from ``codemodekit/examples``; the spec uses the bundled demo source."""
+SCHEMA_FILE = "codemode.schema.json"
+"""Written beside the spec, which names it on its ``#:schema`` first line (editor checks)."""
 
 
 def register(sub: Any) -> None:
@@ -17,7 +19,8 @@ def register(sub: Any) -> None:
         "init",
         help="write a starter codemode.toml (and hello.ts) using the bundled demo tools",
         description=(
-            "Write a commented codemode.toml and an example script, hello.ts, into DIR. "
+            "Write a commented codemode.toml, its JSON Schema (codemode.schema.json, named on "
+            "the spec's #:schema line for editors) and an example script, hello.ts, into DIR. "
             "The spec uses a bundled offline demo source, so `codemode check` and "
             "`codemode run hello.ts` work right away. Existing files are kept unless --force."
         ),
@@ -36,6 +39,9 @@ def starter_files() -> dict[str, str]:
         item = package.joinpath(name)
         if item.is_file() or name == "codemode.toml":
             files[name] = item.read_text(encoding="utf-8")
+    from codemodekit.spec.jsonschema import render_json_schema
+
+    files[SCHEMA_FILE] = render_json_schema()
     return files
 
 
