@@ -77,7 +77,7 @@ def _script(lines: int, salt: int) -> str:
 def _sandbox(mode: str) -> Any:
     if mode == "inline":
         return QuickJsSandbox()
-    return ProcessSandbox(RuntimeOptions(max_runs=32), shared=False)
+    return ProcessSandbox(RuntimeOptions(), shared=False)  # the defaults
 
 
 async def _per_call_us(cm: CodeMode, calls: int) -> float:

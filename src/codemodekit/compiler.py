@@ -125,6 +125,7 @@ class CodeCompiler:
                     location_at(data, error.offset),
                 )
             )
+        _check_depth(data, root)
         plan = plan_erasure(data, root)
         if plan.rejection is not None:
             code = (
@@ -137,6 +138,38 @@ class CodeCompiler:
             )
         body = render(data, plan)
         return CompiledProgram(WRAPPER_HEAD + body + WRAPPER_TAIL, LINE_OFFSET, source)
+
+
+MAX_NESTING = 10_000
+"""Deepest syntax tree compiled. tsc itself overflows its stack at about this depth, and
+tree-sitter's query engine goes from linear to minutes past 65,535 levels (a 128 KiB chain
+of `x!!!…` took 94 s)."""
+
+
+def _check_depth(data: bytes, root: ts.Node) -> None:
+    # Only a tree with more nodes than the bound can be deeper than it: ordinary code never
+    # pays for the walk.
+    if root.descendant_count <= MAX_NESTING:
+        return
+    cursor = root.walk()
+    depth = 0
+    while True:
+        if cursor.goto_first_child():
+            depth += 1
+            if depth > MAX_NESTING:
+                raise CompileFailure(
+                    Diagnostic(
+                        ErrorCode.COMPILE_ERROR,
+                        f"the code nests more than {MAX_NESTING} levels deep here: "
+                        "split the expression into steps",
+                        location_at(data, cursor.node.start_byte if cursor.node else 0),
+                    )
+                )
+            continue
+        while not cursor.goto_next_sibling():
+            if not cursor.goto_parent():
+                return
+            depth -= 1
 
 
 def check_source_size(source: str, max_source_bytes: int) -> None:
