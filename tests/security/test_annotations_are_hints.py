@@ -84,3 +84,16 @@ def test_init_starter_does_not_rely_on_annotations(tmp_path: Path) -> None:
             # A read_only rule in the starter could only match trusting sources.
             source = rule.tools.split(".", 1)[0]
             assert source in trusting, rule
+
+
+@pytest.mark.parametrize("trust", [False, True])
+def test_check_says_when_a_read_only_rule_can_match_nothing(tmp_path: Path, trust: bool) -> None:
+    config = _spec(tmp_path, trust)
+    result = subprocess.run(
+        [sys.executable, "-m", "codemodekit", "check", "-c", str(config), "--offline"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert ("matches nothing" in result.stdout) is (not trust), result.stdout

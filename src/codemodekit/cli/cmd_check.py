@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import fnmatch
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -114,6 +115,16 @@ def print_summary(spec: Spec, shown_path: str, out: TextIO) -> None:
     for index, rule in enumerate(spec.policy.rules):
         scope = "" if rule.read_only is None else f" (read_only = {str(rule.read_only).lower()})"
         print(f"    rules[{index}]: {rule.tools}{scope} -> {rule.decision}", file=out)
+        names = rule.tools.split(".", 1)[0] if "." in rule.tools else "*"
+        if rule.read_only and not any(
+            source.trust_annotations and fnmatch.fnmatchcase(name, names)
+            for name, source in spec.sources.items()
+        ):
+            print(
+                "      (matches nothing: no source it names sets trust_annotations = true, "
+                "and readOnlyHint is believed only from those)",
+                file=out,
+            )
 
 
 def describe_source(source: SourceSpec) -> str:
