@@ -91,7 +91,9 @@ def _exit_with_server(conn: socket.socket) -> None:
 
 
 class _Worker:
-    def __init__(self, conn: socket.socket, compiler: CodeCompiler) -> None:
+    def __init__(
+        self, conn: socket.socket, compiler: CodeCompiler, prepared: tuple[Any, Any]
+    ) -> None:
         self._conn = conn
         self._reader = cast(BinaryIO, conn.makefile("rb", buffering=1 << 16))
         self._compiler = compiler
@@ -99,7 +101,8 @@ class _Worker:
         self._watchdog = Watchdog(clock=time.process_time)
         self._stack_cap = main_thread_stack_cap()
         self._engine: Engine | None = None
-        self._prepared: tuple[Any, Any] | None = None
+        self._prepared: tuple[Any, Any] | None = prepared
+        """The next run's context: the first is the zygote's own, inherited copy-on-write."""
 
     def _send(self, kind: bytes, payload: bytes) -> None:
         self._conn.sendall(frame(kind, payload))
@@ -115,7 +118,6 @@ class _Worker:
         return body[:1], body[1:]
 
     def serve(self) -> None:
-        self._prepared = prepare_context(prelude_source())
         baseline = _rss_bytes()
         hello = {"pid": os.getpid(), "u": time.process_time(), "r": baseline}
         self._send(b"H", json.dumps(hello).encode())
@@ -199,18 +201,22 @@ class _Worker:
         return Step(done=True, diagnostic=internal_failure(why))
 
 
-def _warm_up(compiler: CodeCompiler) -> None:
+def _warm_up(compiler: CodeCompiler) -> tuple[Any, Any]:
+    """Load and compile what every run needs, and prepare the context that every worker
+    forked from here starts its first run in (the prelude compile is most of a trivial
+    run's cost; a fork copies the finished context for free). The zygote never runs user
+    code, so that context stays pristine for every fork."""
     for name in PRELUDE_MODULES:
         prelude_source(name)
     compiler.compile("const x: number = 1;\nreturn x;", max_source_bytes=1024)
-    prepare_context(prelude_source())
+    return prepare_context(prelude_source())
 
 
 def zygote_main(control_fd: int) -> None:
     control = socket.socket(fileno=control_fd)
     _name_process(b"codemode-zygote")
     compiler = CodeCompiler()
-    _warm_up(compiler)
+    prepared = _warm_up(compiler)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     gc.collect()
@@ -233,7 +239,7 @@ def zygote_main(control_fd: int) -> None:
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                 conn = socket.socket(fileno=fds[0])
                 _exit_with_server(conn)
-                _Worker(conn, compiler).serve()
+                _Worker(conn, compiler, prepared).serve()
             finally:
                 os._exit(0)
         os.close(fds[0])
