@@ -11,7 +11,9 @@ from __future__ import annotations
 import ast
 import inspect
 import itertools
+import json
 import re
+from collections.abc import Callable
 from dataclasses import fields as dataclass_fields
 from typing import Annotated, Any, Literal
 
@@ -113,61 +115,47 @@ def _attribute_docs(module: Any, cls: type) -> dict[str, str]:
     return found
 
 
-def _build_raw_limits() -> type[BaseModel]:
-    # Built from Limits itself so names and defaults cannot drift from the runtime.
-    descriptions = _attribute_docs(limits_module, Limits)
+def _model_of(
+    name: str, cls: type, module: Any, doc: str, kind: Callable[[str], Any]
+) -> type[BaseModel]:
+    """A raw table built from a frozen dataclass (``Limits``, ``RuntimeOptions``), so names,
+    defaults and descriptions cannot drift from the runtime."""
+    descriptions = _attribute_docs(module, cls)
     definitions: dict[str, Any] = {}
-    for item in dataclass_fields(Limits):
+    for item in dataclass_fields(cls):
         default = item.default
-        definitions[item.name] = (
-            PositiveInt,
-            _field(
-                default,
-                descriptions.get(item.name, item.name.replace("_", " ")),
-                f"{item.name} = {default}",
-            ),
-        )
-    model: type[BaseModel] = create_model(
-        "RawLimits",
-        __base__=_Raw,
-        __doc__="Bounds of one run. Every key is optional; all must be positive integers.",
-        **definitions,
-    )
+        example = f"{item.name} = {json.dumps(default)}"
+        described = descriptions.get(item.name, item.name.replace("_", " "))
+        definitions[item.name] = (kind(item.name), _field(default, described, example))
+    model: type[BaseModel] = create_model(name, __base__=_Raw, __doc__=doc, **definitions)
     return model
 
 
-RawLimits = _build_raw_limits()
+RawLimits = _model_of(
+    "RawLimits",
+    Limits,
+    limits_module,
+    "Bounds of one run. Every key is optional; all must be positive integers.",
+    lambda _name: PositiveInt,
+)
 
 
 # --- [runtime] --------------------------------------------------------------------------
 
 
-def _build_raw_runtime() -> type[BaseModel]:
-    # Built from RuntimeOptions itself, like [limits] from Limits.
-    descriptions = _attribute_docs(runtime_module, RuntimeOptions)
-    definitions: dict[str, Any] = {}
-    for item in dataclass_fields(RuntimeOptions):
-        default = item.default
-        kind: Any = Literal["process", "inline"] if item.name == "mode" else PositiveInt
-        if item.name in MAY_BE_ZERO:
-            kind = Annotated[int, Field(ge=0)]
-        example = (
-            f'{item.name} = "{default}"' if item.name == "mode" else f"{item.name} = {default}"
-        )
-        definitions[item.name] = (
-            kind,
-            _field(default, descriptions.get(item.name, item.name.replace("_", " ")), example),
-        )
-    model: type[BaseModel] = create_model(
-        "RawRuntime",
-        __base__=_Raw,
-        __doc__="How runs execute: sandbox worker processes (default) or in this process.",
-        **definitions,
-    )
-    return model
+def _runtime_kind(name: str) -> Any:
+    if name == "mode":
+        return Literal["process", "inline"]
+    return Annotated[int, Field(ge=0)] if name in MAY_BE_ZERO else PositiveInt
 
 
-RawRuntime = _build_raw_runtime()
+RawRuntime = _model_of(
+    "RawRuntime",
+    RuntimeOptions,
+    runtime_module,
+    "How runs execute: sandbox worker processes (default) or in this process.",
+    _runtime_kind,
+)
 
 
 # --- [policy] ---------------------------------------------------------------------------
