@@ -231,7 +231,9 @@ async def test_an_idle_worker_that_died_is_replaced_before_a_run_uses_it() -> No
             for pid in set(pids):
                 os.kill(pid, signal.SIGKILL)
             for pid in set(pids):
-                await _until(lambda pid=pid: not _alive(pid))
+                # Gone from /proc, not merely a zombie: a killed worker's thread group may
+                # still be closing its files while its leader already shows as a zombie.
+                await _until(lambda pid=pid: not os.path.exists(f"/proc/{pid}"))
             results = [await cm.run("return 'fine';") for _ in range(3)]
         assert [r.value for r in results] == ["fine"] * 3, [r.diagnostic for r in results]
     finally:
