@@ -295,9 +295,16 @@ class Engine:
         return result
 
     def _pump(self) -> None:
+        # All pending jobs in one entry: a settled tool call resolves a chain of promise
+        # jobs, and each entry costs the time limit, the watchdog and the accounting. The
+        # watchdog's deadline still covers the whole loop.
         execute = self._ctx.execute_pending_job
-        while self._enter(execute):
-            pass
+
+        def run_jobs() -> None:
+            while execute():
+                pass
+
+        self._enter(run_jobs)
 
     # -- slices ---------------------------------------------------------------------------
     def start(self, program: CompiledProgram) -> Step:
