@@ -8,7 +8,6 @@ source and child process.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import re
 import time
@@ -33,6 +32,7 @@ from codemodekit.limits import Limits
 from codemodekit.nesting import NESTING_HINT, depth_exceeds
 from codemodekit.observe import ObserverSet, RunObserver, RunStart
 from codemodekit.policy import ToolPolicy, rules_policy
+from codemodekit.progress import ProgressCallback, ProgressEvent, RunProgress
 from codemodekit.providers.base import (
     Discovery,
     HealthStatus,
@@ -55,23 +55,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("codemodekit")
 
-ProgressKind = Literal[
-    "started", "tool_call_started", "tool_progress", "tool_call_finished", "finished"
-]
-
-PROGRESS_BURST = 10
-PROGRESS_PER_SECOND = 10.0
-"""Progress is bounded in rate as well as count (``Limits.progress_events``); events over
-the rate are dropped, never delayed, and ``finished`` is always delivered."""
-
 NO_RETURN_HINT = (
     "the code called tools but has no `return` statement, so the result is null: "
     "return the value you need (`return await tools...`)"
 )
 _RETURN = re.compile(r"\breturn\b")
-
-PROGRESS_CLOSE_S = 1.0
-"""How long a run's end waits for a slow progress consumer to take its last events."""
 
 START_TIMEOUT_S = 60.0
 """Upper bound on connecting one source; a source still not up is reported unavailable."""
@@ -92,19 +80,6 @@ class _Default:
 
 
 _DEFAULT = _Default()
-
-
-@dataclass(frozen=True, slots=True)
-class ProgressEvent:
-    execution_id: str
-    sequence: int
-    """Strictly increasing within a run, starting at 1."""
-    kind: ProgressKind
-    message: str
-    tool: str | None = None
-
-
-ProgressCallback = Callable[[ProgressEvent], "Awaitable[None] | None"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,112 +124,6 @@ class RunResult:
         if self.diagnostic is not None:
             out["diagnostic"] = self.diagnostic.to_json()
         return out
-
-
-class _Progress:
-    """Delivers a run's progress events in order, bounded in count.
-
-    A callback that raises loses that one event only (it is logged); later events are still
-    delivered. An async callback's events go through an ordered pump, and ``close`` waits
-    (bounded by ``PROGRESS_CLOSE_S``) until every queued event, ``finished`` included, has
-    been handed over, so a fast run's last event is never cut off.
-    """
-
-    def __init__(self, execution_id: str, callback: ProgressCallback | None, limit: int) -> None:
-        self._execution_id = execution_id
-        self._callback = callback
-        self._limit = limit
-        # Token bucket: bursts of PROGRESS_BURST, then PROGRESS_PER_SECOND on average.
-        self._tokens = float(PROGRESS_BURST)
-        self._refilled = time.monotonic()
-        self._sequence = 0
-        self._failures = 0
-        self._pending: asyncio.Queue[ProgressEvent] | None = None
-        self._pump: asyncio.Task[None] | None = None
-
-    def emit(self, kind: ProgressKind, message: str, tool: str | None = None) -> None:
-        if self._callback is None:
-            return
-        # Keep the last slot for "finished" so a consumer always sees the end.
-        if self._sequence >= self._limit - (0 if kind == "finished" else 1):
-            return
-        if kind != "finished" and not self._take_token():
-            return
-        self._sequence += 1
-        event = ProgressEvent(self._execution_id, self._sequence, kind, message, tool)
-        if self._pending is not None:
-            self._pending.put_nowait(event)
-            return
-        try:
-            answer = self._callback(event)
-        except Exception:
-            self._failed()
-            return
-        if inspect.isawaitable(answer):
-            # An async consumer: from now on events go through an ordered pump.
-            self._pending = asyncio.Queue()
-            self._pump = asyncio.ensure_future(self._drain(answer))
-
-    def _failed(self) -> None:
-        self._failures += 1
-        if self._failures == 1:
-            log.exception("progress callback failed; the event is dropped, later ones are sent")
-        else:
-            log.debug("progress callback failed again (%d times)", self._failures, exc_info=True)
-
-    def _take_token(self) -> bool:
-        now = time.monotonic()
-        self._tokens = min(
-            float(PROGRESS_BURST), self._tokens + (now - self._refilled) * PROGRESS_PER_SECOND
-        )
-        self._refilled = now
-        if self._tokens < 1:
-            return False
-        self._tokens -= 1
-        return True
-
-    async def _deliver(self, answer: Awaitable[None] | None) -> None:
-        try:
-            if answer is not None:
-                await answer
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            self._failed()
-
-    async def _drain(self, first: Awaitable[None]) -> None:
-        await self._deliver(first)
-        assert self._pending is not None and self._callback is not None
-        while True:
-            event = await self._pending.get()
-            try:
-                try:
-                    answer = self._callback(event)
-                except Exception:
-                    self._failed()
-                    continue
-                await self._deliver(answer if inspect.isawaitable(answer) else None)
-            finally:
-                self._pending.task_done()
-
-    async def close(self) -> None:
-        if self._pump is None or self._pending is None:
-            return
-        # Every queued event is handed over (join also waits for the one being sent).
-        joined = asyncio.ensure_future(self._pending.join())
-        try:
-            done, _ = await asyncio.wait(
-                (joined, self._pump),
-                timeout=PROGRESS_CLOSE_S,
-                return_when=asyncio.FIRST_COMPLETED,
-            )
-            if not done:
-                log.debug("progress consumer too slow; undelivered events are dropped")
-        finally:
-            # Also when the run itself is cancelled meanwhile: no pump outlives its run.
-            joined.cancel()
-            self._pump.cancel()
-            await asyncio.gather(joined, self._pump, return_exceptions=True)
 
 
 async def _until_cancelled(
@@ -566,7 +435,7 @@ class CodeMode:
         context: Any = None,
     ) -> RunResult:
         started = time.perf_counter()
-        progress = _Progress(execution_id, on_progress, self.limits.progress_events)
+        progress = RunProgress(execution_id, on_progress, self.limits.progress_events)
         progress.emit("started", "run started")
         # A run sees one catalog: the revision it started with (a tool that appears
         # mid-run is callable from the next run; one that disappears fails cleanly).
