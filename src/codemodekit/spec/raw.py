@@ -158,6 +158,17 @@ RawRuntime = _model_of(
 )
 
 
+def _trust_annotations_field() -> Any:
+    """The same `trust_annotations` key on every kind of source."""
+    return _field(
+        False,
+        "Trust this source's tool annotations (`readOnlyHint`...) as facts: only then can a "
+        "`read_only = true` policy rule match its tools. Annotations are the server's own "
+        "claims; set this only for a server you trust not to lie.",
+        "trust_annotations = true",
+    )
+
+
 # --- [policy] ---------------------------------------------------------------------------
 
 Decision = Literal["allow", "deny"]
@@ -265,13 +276,7 @@ class RawMcpSource(_Raw):
         "Connect and tool-discovery timeout in milliseconds; absent means the library default.",
         "timeout_ms = 10000",
     )
-    trust_annotations: bool = _field(
-        False,
-        "Trust this source's tool annotations (`readOnlyHint`...) as facts: only then can a "
-        "`read_only = true` policy rule match its tools. Annotations are the server's own "
-        "claims; set this only for a server you trust not to lie.",
-        "trust_annotations = true",
-    )
+    trust_annotations: bool = _trust_annotations_field()
 
     @field_validator("url")
     @classmethod
@@ -346,13 +351,7 @@ class RawOpenApiSource(_Raw):
         "means the library default (60000).",
         "timeout_ms = 120000",
     )
-    trust_annotations: bool = _field(
-        False,
-        "Trust this source's tool annotations (`readOnlyHint`...) as facts: only then can a "
-        "`read_only = true` policy rule match its tools. Annotations are the server's own "
-        "claims; set this only for a server you trust not to lie.",
-        "trust_annotations = true",
-    )
+    trust_annotations: bool = _trust_annotations_field()
 
 
 class RawPythonSource(_Raw):
@@ -370,13 +369,7 @@ class RawPythonSource(_Raw):
         "Extra import roots, relative to this file (this file's folder is always one).",
         'path = ["src"]',
     )
-    trust_annotations: bool = _field(
-        False,
-        "Trust this source's tool annotations (`readOnlyHint`...) as facts: only then can a "
-        "`read_only = true` policy rule match its tools. Annotations are the server's own "
-        "claims; set this only for a server you trust not to lie.",
-        "trust_annotations = true",
-    )
+    trust_annotations: bool = _trust_annotations_field()
 
 
 RawSource = Annotated[
