@@ -38,7 +38,8 @@ must not fail a run because the machine is busy (in-process, the watchdog's cloc
 HEADROOM_BYTES = 4 * 1024 * 1024
 """Extra heap granted after an out-of-memory failure, only to read the logs out."""
 GRACE_S = 0.1
-"""Compute time past a slice's remaining budget before the watchdog trips it."""
+"""Compute time past a user slice's remaining budget before the watchdog trips it (the
+prelude's installation has ``PRELUDE_BUDGET_S`` and no grace of its own)."""
 STACK_CHARS = 16_384
 STACK_FRAMES = 64
 """How much of an error's stack is searched for the user's location (the stack is model-
@@ -209,6 +210,7 @@ class Engine:
         self._slice: Slice | None = None
         self._interrupted = False
         self._heap_limit = 0  # 0: none yet (the prelude runs before the limits apply)
+        self._grace_s = 0.0  # the user's grace applies to the user's slices only
         try:
             # The prelude is the host's code: it runs before the limits apply and its time
             # is not the user's compute.
@@ -232,6 +234,7 @@ class Engine:
         self._ctx.set_max_stack_size(min(limits.stack_bytes, stack_cap))
         self._budget = limits.compute_time_ms / 1000
         self._used = 0.0
+        self._grace_s = GRACE_S
 
     # -- lifecycle ------------------------------------------------------------------------
     @property
@@ -260,7 +263,7 @@ class Engine:
         # slice that overruns its budget from outside (see _watchdog.py).
         watchdog = self._watchdog
         running = watchdog.enter(
-            self._ctx, watchdog.clock() + remaining + GRACE_S, self._heap_limit
+            self._ctx, watchdog.clock() + remaining + self._grace_s, self._heap_limit
         )
         self._slice = running
         if self._interrupted:
