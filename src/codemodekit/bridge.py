@@ -41,7 +41,7 @@ from codemodekit.providers.base import (
     ToolOutput,
     ToolProvider,
 )
-from codemodekit.sandbox.base import ToolCallRejected
+from codemodekit.sandbox.base import LogEntry, ToolCallRejected
 from codemodekit.schema import Validator
 
 log = logging.getLogger("codemodekit.bridge")
@@ -148,6 +148,8 @@ class ToolBridge:
         self.bridge_bytes = 0
         self.tool_ms = 0.0
         """Dispatch time summed over the run's calls (policy, upstream, result checks)."""
+        self.on_log: Callable[[LogEntry], object] | None = None
+        """Takes the run's console entries as they are written (``CodeMode.run(on_log=)``)."""
 
     def _reject(
         self,

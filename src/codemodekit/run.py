@@ -81,6 +81,9 @@ class _Default:
 
 _DEFAULT = _Default()
 
+LogCallback = Callable[[LogEntry], object]
+"""Takes one ``console.*`` entry of a run as it is written (``CodeMode.run(on_log=)``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class RunResult:
@@ -391,6 +394,7 @@ class CodeMode:
         cancel: asyncio.Event | None = None,
         caller: str | None = None,
         context: Any = None,
+        on_log: LogCallback | None = None,
     ) -> RunResult:
         """Run ``code`` (the body of an async function) and return its outcome.
 
@@ -406,19 +410,27 @@ class CodeMode:
         ``context`` is the host's trusted per-run context (user identity, tenant, request
         id: any object). The policy sees it as ``ToolCallRequest.context``, local tools as
         ``ToolContext.context``; model code never sees it.
+
+        ``on_log`` receives each ``console.*`` entry while the run goes (a plain function,
+        called on the event loop; keep it quick). Entries the log limits drop before they
+        could be sent become one ``truncated`` entry; past the log budget the stream is held
+        back and the run's last entries follow when it ends. ``RunResult.logs`` is the same
+        with or without it.
         """
         if self._state != "started":
             raise RuntimeError("CodeMode is not started: use `async with CodeMode(...)` first")
         execution_id = uuid.uuid4().hex
         observer = self._observer
         if observer is None:
-            return await self._run(code, execution_id, on_progress, cancel, None, None, context)
+            return await self._run(
+                code, execution_id, on_progress, cancel, None, None, context, on_log
+            )
         start = RunStart(execution_id, self._catalog.revision, time.time(), code, caller)
         observer.on_run_start(start)
         result: RunResult | None = None
         try:
             result = await self._run(
-                code, execution_id, on_progress, cancel, observer, caller, context
+                code, execution_id, on_progress, cancel, observer, caller, context, on_log
             )
             return result
         finally:
@@ -433,6 +445,7 @@ class CodeMode:
         observer: RunObserver | None,
         caller: str | None,
         context: Any = None,
+        on_log: LogCallback | None = None,
     ) -> RunResult:
         started = time.perf_counter()
         progress = RunProgress(execution_id, on_progress, self.limits.progress_events)
@@ -452,6 +465,7 @@ class CodeMode:
             caller=caller,
             context=context,
         )
+        bridge.on_log = on_log
         revision = pinned.revision
 
         compile_ms = 0.0
@@ -593,4 +607,4 @@ class CodeMode:
         return generate(self._catalog, name=self.name)
 
 
-__all__ = ["CodeMode", "ProgressEvent", "RunResult"]
+__all__ = ["CodeMode", "LogCallback", "ProgressEvent", "RunResult"]

@@ -2,8 +2,9 @@
 
 Only the sources the script names (``tools.<source>`` / ``tools["<source>"]``, found
 statically by the compiler) are started; any other use of ``tools`` starts them all.
-Progress streams to stderr while the run goes; logs follow, then the result on stdout and
-one timing line on stderr (the same figures are in ``--json``).
+``console.*`` lines and progress stream to stderr while the run goes; then the result on
+stdout and one timing line on stderr (the same figures are in ``--json``, which prints the
+logs in the document instead).
 """
 
 from __future__ import annotations
@@ -86,7 +87,9 @@ def _run(args: argparse.Namespace) -> int:
         print(stop.message, file=sys.stderr)
         return stop.code
     quiet_library_logs()
-    result, names = asyncio.run(_execute(spec, code, quiet=args.quiet or args.json))
+    result, names = asyncio.run(
+        _execute(spec, code, quiet=args.quiet or args.json, json_output=args.json)
+    )
     wall_ms = (time.perf_counter() - started) * 1000
     if args.json:
         document = result.to_json()
@@ -111,7 +114,9 @@ def sources_to_start(spec: Any, code: str) -> list[str]:
     return [name for name in spec.sources if name in names]
 
 
-async def _execute(spec: Any, code: str, *, quiet: bool) -> tuple[Any, list[str]]:
+async def _execute(
+    spec: Any, code: str, *, quiet: bool, json_output: bool = False
+) -> tuple[Any, list[str]]:
     from codemodekit.providers.factory import build_provider
     from codemodekit.run import CodeMode
     from codemodekit.sandbox.quickjs import QuickJsSandbox
@@ -123,13 +128,18 @@ async def _execute(spec: Any, code: str, *, quiet: bool) -> tuple[Any, list[str]
     async with CodeMode.from_spec(spec, sandbox=sandbox, sources=providers) as cm:
         warn_unhealthy(cm.health)
         on_progress = None if quiet else _print_progress
-        return await cm.run(code, on_progress=on_progress), names
+        on_log = None if json_output else _print_log
+        return await cm.run(code, on_progress=on_progress, on_log=on_log), names
 
 
 def _print_progress(event: Any) -> None:
     # The run's own start and end add nothing: the timing line closes the run.
     if event.kind not in ("started", "finished"):
         print(f"[progress] {event.message}", file=sys.stderr, flush=True)
+
+
+def _print_log(entry: Any) -> None:
+    print(f"[{entry.level}] {entry.message}", file=sys.stderr, flush=True)
 
 
 def timing_line(result: Any, names: list[str], total_sources: int, wall_ms: float) -> str:
@@ -145,8 +155,7 @@ def timing_line(result: Any, names: list[str], total_sources: int, wall_ms: floa
 def _print_human(result: Any, code: str, filename: str) -> None:
     from codemodekit.render import render_diagnostic
 
-    for entry in result.logs:
-        print(f"[{entry.level}] {entry.message}", file=sys.stderr)
+    # The console lines were printed as they came (``_print_log``).
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if result.ok:

@@ -14,11 +14,13 @@ import dataclasses
 import json
 import logging
 import re
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from codemodekit.errors import Diagnostic, ErrorCode, bounded_details, new_correlation_id
+from codemodekit.limits import Limits
 from codemodekit.sandbox._engine import Step, ToolCall, decode_calls, decode_value
-from codemodekit.sandbox.base import SandboxHost, SandboxOutcome, ToolCallRejected
+from codemodekit.sandbox.base import LogEntry, SandboxHost, SandboxOutcome, ToolCallRejected
 
 log = logging.getLogger("codemodekit.sandbox")
 
@@ -42,8 +44,44 @@ class EngineChannel(Protocol):
         ...
 
 
-async def drive(channel: EngineChannel, host: SandboxHost) -> SandboxOutcome:
+def streams_logs(host: SandboxHost) -> bool:
+    """Whether ``host`` takes console entries as they are written (``host.on_log``)."""
+    return callable(getattr(host, "on_log", None))
+
+
+class _LogStream:
+    """Hands streamed console entries to ``host.on_log``, bounded again on this side (a
+    worker process is untrusted): the prelude sends at most the log budget while the run
+    goes and the retained rest at its end."""
+
+    def __init__(self, on_log: Callable[[LogEntry], Any], limits: Limits) -> None:
+        self._on_log = on_log
+        self._entries = 2 * limits.log_entries + 4
+        self._bytes = 2 * (2 * limits.log_bytes + 1024)
+        self._failures = 0
+
+    def deliver(self, entries: tuple[LogEntry, ...]) -> None:
+        for entry in entries:
+            self._entries -= 1
+            self._bytes -= len(entry.message)
+            if self._entries < 0 or self._bytes < 0:
+                return
+            try:
+                self._on_log(entry)
+            except Exception:
+                self._failures += 1
+                if self._failures == 1:
+                    log.exception("on_log callback failed; later entries are still sent")
+
+
+async def drive(
+    channel: EngineChannel, host: SandboxHost, limits: Limits | None = None
+) -> SandboxOutcome:
+    """Run ``channel``'s program to its end with ``host`` serving its tool calls; when the
+    host has ``on_log`` (and ``limits`` are given), console entries reach it as they come."""
     loop = asyncio.get_running_loop()
+    on_log = getattr(host, "on_log", None)
+    stream = _LogStream(on_log, limits) if callable(on_log) and limits is not None else None
     tasks: dict[asyncio.Future[Any], ToolCall] = {}
     finished: list[asyncio.Future[Any]] = []
     waker: list[asyncio.Future[None]] = []
@@ -59,6 +97,8 @@ async def drive(channel: EngineChannel, host: SandboxHost) -> SandboxOutcome:
         step = await channel.start()
         compile_ms = step.compile_ms
         while not step.done:
+            if stream is not None and step.stream:
+                stream.deliver(step.stream)
             for call in decode_calls(step.call_lines):
                 task: asyncio.Future[Any]
                 try:
@@ -91,6 +131,8 @@ async def drive(channel: EngineChannel, host: SandboxHost) -> SandboxOutcome:
             pending.cancel()
             # Retrieve the outcome later so a late failure is never reported as lost.
             pending.add_done_callback(_consume)
+    if stream is not None and step.stream:
+        stream.deliver(step.stream)
     step.compile_ms = compile_ms
     return _outcome(decode_value(step), rejected)
 

@@ -110,6 +110,8 @@ class Step:
     tool_call_id: int | None = None
     """Set when the run ended on an uncaught host rejection of this call."""
     logs: tuple[LogEntry, ...] = ()
+    stream: tuple[LogEntry, ...] = ()
+    """Console entries written since the previous step, when the host streams them."""
     compute_ms: float = 0.0
     compile_ms: float = 0.0
     warnings: tuple[str, ...] = ()
@@ -195,11 +197,16 @@ class Engine:
         stack_cap: int,
         prepared: tuple[Any, Any] | None = None,
         watchdog: Watchdog = WATCHDOG,
+        stream_logs: bool = False,
     ) -> None:
         """``watchdog`` also sets the clock compute time is measured on: wall time in the
         server's process (whose CPU time other threads share), the worker's own CPU time
-        in a sandbox worker process (see ``_worker.py``)."""
+        in a sandbox worker process (see ``_worker.py``). ``stream_logs``: each step carries
+        the console entries written since the previous one (``Step.stream``)."""
         self.limits = limits
+        self._stream_logs = stream_logs
+        self._streamed_last: tuple[LogEntry, ...] = ()
+        """Entries the last slice's drain handed over, sent with the final step."""
         self._watchdog = watchdog
         self._clock = watchdog.clock
         self._budget = PRELUDE_BUDGET_S
@@ -216,7 +223,11 @@ class Engine:
             # is not the user's compute.
             self._ctx, self._port = prepared or prepare_context(prelude_source())
             settings = json.dumps(
-                {"logEntries": _js_int(limits.log_entries), "logBytes": _js_int(limits.log_bytes)}
+                {
+                    "logEntries": _js_int(limits.log_entries),
+                    "logBytes": _js_int(limits.log_bytes),
+                    "stream": stream_logs,
+                }
             )
             self._enter(
                 self._port,
@@ -343,10 +354,13 @@ class Engine:
         packet = _loads(head)
         if not isinstance(packet, dict) or "s" not in packet:
             raise EngineFault(self._port_fault(packet, "drain"))
+        raw_stream = packet.get("l")
+        stream = () if raw_stream is None else self._checked_stream(raw_stream)
         if packet["s"] != 0:
             # The run is over; calls queued in its last slice are never dispatched.
+            self._streamed_last = stream
             return self._finish()
-        return Step(call_lines=lines)
+        return Step(call_lines=lines, stream=stream)
 
     # -- the end of a run -----------------------------------------------------------------
     def _finish(self) -> Step:
@@ -390,30 +404,43 @@ class Engine:
 
     def _with_logs(self, step: Step) -> Step:
         step.compute_ms = min(self._used, self._budget) * 1000
-        entries = self._read_logs()
+        entries, stream = self._read_logs()
         step.logs = tuple(e for e in entries if e.level != HINT)
         step.warnings = tuple(e.message for e in entries if e.level == HINT)
+        step.stream = self._streamed_last + stream
         self.close()
         return step
 
-    def _read_logs(self) -> tuple[LogEntry, ...]:
+    def _checked_stream(self, raw: Any) -> tuple[LogEntry, ...]:
+        """Streamed entries, checked again on this side like the final logs."""
+        # A drain may add a marker for dropped entries and one for a held-back stream.
+        return tuple(e for e in self._checked_logs(raw, markers=2) if e.level != HINT)
+
+    def _read_logs(self) -> tuple[tuple[LogEntry, ...], tuple[LogEntry, ...]]:
+        """The run's logs (hints first) and, when streaming, the entries not yet streamed."""
         if self._ctx is None or self._port is None:
-            return ()
+            return (), ()
         # The logs were bounded as they were written; reading them out is the host's work,
         # so it gets its own small budget and some heap headroom after an out-of-memory.
         self._heap_limit = self.limits.memory_bytes + HEADROOM_BYTES
         self._ctx.set_memory_limit(self._heap_limit)
         self._budget = self._used + HOST_BUDGET_S
         try:
-            raw = _loads(self._call("logs"))
+            text, _, rest = self._call("logs").partition("\n")
+            raw = _loads(text)
+            stream = self._checked_stream(_loads(rest)) if self._stream_logs else ()
         except (EngineFault, ValueError):
-            return (LogEntry("truncated", "… the logs could not be read after the failure …"),)
+            lost = LogEntry("truncated", "… the logs could not be read after the failure …")
+            return (lost,), ((lost,) if self._stream_logs else ())
+        return self._checked_logs(raw), stream
+
+    def _checked_logs(self, raw: Any, markers: int = 0) -> tuple[LogEntry, ...]:
         # The prelude bounds the logs; the host checks again rather than trust the sandbox.
         entries: list[LogEntry] = []
         hints = 0  # hints come first and are bounded on their own, not by the log limits
         budget = 2 * self.limits.log_bytes + 1024  # room for the marker and cut suffixes
         for item in raw if isinstance(raw, list) else ():
-            if len(entries) - hints >= self.limits.log_entries:
+            if len(entries) - hints >= self.limits.log_entries + markers:
                 break
             if not (
                 isinstance(item, list)

@@ -47,6 +47,8 @@ def encode_step(step: Step, cpu_s: float, rss: int = 0) -> bytes:
         "l": [[entry.level, entry.message] for entry in step.logs],
         "w": list(step.warnings),
     }
+    if step.stream:
+        header["s"] = [[entry.level, entry.message] for entry in step.stream]
     lines = [json.dumps(header), step.value_json or "", *step.call_lines]
     return "\n".join(lines).encode("utf-8", "surrogatepass")
 
@@ -68,6 +70,7 @@ def decode_step(payload: bytes) -> tuple[Step, float, int]:
             compile_ms=float(header["k"]),
             diagnostic=decode_diagnostic(header["g"]) if header.get("g") is not None else None,
             logs=tuple(_log(item) for item in header["l"]),
+            stream=tuple(_log(item) for item in header.get("s") or ()),
             warnings=_warnings(header.get("w") or ()),
         )
         return step, float(header["u"]), int(header["r"])

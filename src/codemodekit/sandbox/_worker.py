@@ -176,7 +176,11 @@ class _Worker:
             compile_ms = 0.0
         prepared, self._prepared = self._prepared, None
         self._engine = Engine(
-            limits, stack_cap=self._stack_cap, prepared=prepared, watchdog=self._watchdog
+            limits,
+            stack_cap=self._stack_cap,
+            prepared=prepared,
+            watchdog=self._watchdog,
+            stream_logs=request.get("stream") is True,
         )
         step = self._engine.start(program)
         step.compile_ms = compile_ms

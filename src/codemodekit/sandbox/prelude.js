@@ -563,10 +563,12 @@
 
   // ---- the host port ----------------------------------------------------------------
   const commands = record();
+  let streaming = false; // the host takes console entries as they are written
   commands.init = (settings, consoleSource, callsSource, failureSource) => {
     const s = api.parse(settings);
     api.logEntries = s.logEntries;
     api.logBytes = s.logBytes;
+    streaming = s.stream === true;
     sources.console = consoleSource;
     sources.calls = callsSource;
     sources.failure = failureSource;
@@ -603,7 +605,8 @@
   // parses each call on its own, so one call it cannot decode fails alone.
   commands.drain = (max) => {
     const calls = modules.calls === undefined ? "" : modules.calls.drain(max);
-    return '{"s":' + state + "}" + calls;
+    const logs = streaming && modules.console !== undefined ? modules.console.since(state !== 0) : "";
+    return '{"s":' + state + (logs === "" ? "" : ',"l":' + logs) + "}" + calls;
   };
   commands.settle = (batch) => {
     load("calls").settle(batch);
@@ -635,11 +638,15 @@
   };
   // The console's entries, after the calls module's hints (level "hint"), which the host
   // takes out as the run's warnings.
+  // When streaming, a second line holds the entries not yet handed over (read first: the
+  // final read-out may drop entries to make room for its marker).
   commands.logs = () => {
+    const stream = streaming && modules.console !== undefined ? modules.console.since(true) : "";
     const logs = modules.console === undefined ? "[]" : modules.console.logs();
     const hints = modules.calls === undefined ? "" : modules.calls.hints();
-    if (hints === "") return logs;
-    return "[" + hints + (logs === "[]" ? "]" : "," + apply(api.slice, logs, [1]));
+    const all = hints === "" ? logs :
+      "[" + hints + (logs === "[]" ? "]" : "," + apply(api.slice, logs, [1]));
+    return streaming ? all + "\n" + (stream === "" ? "[]" : stream) : all;
   };
   freeze(commands);
 

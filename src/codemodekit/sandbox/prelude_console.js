@@ -170,9 +170,52 @@
     return "[" + out + "]";
   };
 
+  // Streaming, when the host asked for it: the entries written since the last drain, in
+  // order. Entries dropped before a drain are one "truncated" entry. While the run goes the
+  // stream is bounded by the same budget as the logs (a marker says when it is held back);
+  // at the end (`final`) the retained entries not yet handed over follow. An entry's
+  // sequence number is its index in `head`, or `headCount` + its index in `tail`.
+  let cursor = 0; // the sequence number of the next entry to hand over
+  let streamed = 0;
+  let streamedBytes = 0;
+  let held = false;
+  const since = (final) => {
+    const total = headCount + tailEnd;
+    if (cursor >= total || (held && !final)) return "";
+    let out = "";
+    const add = (level, message) => {
+      out += (out ? "," : "") + "[" + stringify(level) + "," + stringify(message) + "]";
+    };
+    while (cursor < total) {
+      const k = cursor - headCount;
+      const gap = k >= 0 && k < tailStart ? tailStart - k : 0;
+      const entry = gap > 0 ? undefined : k < 0 ? head[cursor] : tail[k];
+      if (!final) {
+        const bytes = gap > 0 ? 0 : entry[2];
+        if (streamed + 1 > maxEntries || streamedBytes + bytes > maxBytes) {
+          held = true;
+          add("truncated", "… more console output than the log limits allow; the run's " +
+            "last entries follow when it ends …");
+          break;
+        }
+        streamed++;
+        streamedBytes += bytes;
+      }
+      if (gap > 0) {
+        add("truncated", "… " + gap + (gap === 1 ? " entry" : " entries") + " omitted …");
+        cursor += gap;
+      } else {
+        add(entry[0], entry[1]);
+        cursor++;
+      }
+    }
+    return "[" + out + "]";
+  };
+
   const m = api.record();
   m.write = write;
   m.logs = logs;
+  m.since = since;
   m.format = format;
   return api.freeze(m);
 })

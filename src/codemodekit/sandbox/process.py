@@ -22,7 +22,7 @@ from typing import Any
 from codemodekit.errors import Diagnostic, ErrorCode, new_correlation_id
 from codemodekit.limits import Limits
 from codemodekit.runtime import DEFAULT_RUNTIME, RuntimeOptions
-from codemodekit.sandbox._drive import drive
+from codemodekit.sandbox._drive import drive, streams_logs
 from codemodekit.sandbox._engine import Step, compute_limit, internal_failure
 from codemodekit.sandbox._protocol import (
     MAX_FRAME_BYTES,
@@ -115,10 +115,12 @@ class ProcessSandbox:
             return SandboxOutcome(ok=False, diagnostic=internal_failure(str(failure)))
         queue_ms = (time.perf_counter() - queued) * 1000
         request["limits"] = limits.to_json()
+        if streams_logs(host):
+            request["stream"] = True
         channel: _ProcessChannel | None = None
         try:
             channel = _ProcessChannel(worker, json.dumps(request).encode(), limits)
-            outcome = await drive(channel, host)
+            outcome = await drive(channel, host, limits)
         finally:
             reusable = channel is not None and channel.reusable
             if channel is not None:

@@ -18,7 +18,7 @@ from typing import Literal
 
 from codemodekit.errors import Diagnostic
 from codemodekit.limits import Limits
-from codemodekit.sandbox._drive import drive
+from codemodekit.sandbox._drive import drive, streams_logs
 from codemodekit.sandbox._engine import Engine, Step, prelude_source
 from codemodekit.sandbox._warm import WarmContexts
 from codemodekit.sandbox._workers import JsWorkers, default_workers, main_thread_stack_cap
@@ -124,7 +124,8 @@ class QuickJsSandbox:
     ) -> SandboxOutcome:
         self._active += 1
         try:
-            return await drive(_InProcessChannel(self, program, limits), host)
+            channel = _InProcessChannel(self, program, limits, stream_logs=streams_logs(host))
+            return await drive(channel, host, limits)
         finally:
             self._active -= 1
             self._warm.refill_soon(asyncio.get_running_loop())
@@ -133,10 +134,18 @@ class QuickJsSandbox:
 class _InProcessChannel:
     """Slices of one run's engine, on a worker thread (or inline) of this process."""
 
-    def __init__(self, sandbox: QuickJsSandbox, program: CompiledProgram, limits: Limits) -> None:
+    def __init__(
+        self,
+        sandbox: QuickJsSandbox,
+        program: CompiledProgram,
+        limits: Limits,
+        *,
+        stream_logs: bool = False,
+    ) -> None:
         self._sandbox = sandbox
         self._program = program
         self._limits = limits
+        self._stream_logs = stream_logs
         self._session = _Session()
 
     async def _op(self, fn: Callable[[], Step]) -> Step:
@@ -149,7 +158,10 @@ class _InProcessChannel:
 
         def start() -> Step:
             session.engine = Engine(
-                self._limits, stack_cap=stack_cap, prepared=self._sandbox._warm.take()
+                self._limits,
+                stack_cap=stack_cap,
+                prepared=self._sandbox._warm.take(),
+                stream_logs=self._stream_logs,
             )
             return session.engine.start(self._program)
 
