@@ -46,6 +46,7 @@ def test_init_then_check_passes_in_an_empty_folder(
         "codemode.schema.json",
         "codemode.toml",
         "hello.ts",
+        "tsconfig.json",
     ]
     spec_text = (tmp_path / "codemode.toml").read_text(encoding="utf-8")
     assert spec_text.startswith("#:schema ./codemode.schema.json\n")

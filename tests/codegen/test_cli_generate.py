@@ -57,7 +57,13 @@ def test_generate_writes_next_to_the_config_and_a_rerun_changes_nothing(
     config, _ = _project(tmp_path)
     assert main(["generate", "-c", str(config)]) == 0
     out = tmp_path / "codemode"
-    assert sorted(p.name for p in out.iterdir()) == ["catalog.json", "tools.app.d.ts", "tools.d.ts"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "catalog.json",
+        "globals.d.ts",
+        "tools.app.d.ts",
+        "tools.d.ts",
+        "tsconfig.json",
+    ]
     assert (
         "lookup: (input: AppLookupInput) => Promise<ToolResult<unknown>>"
         in (out / "tools.d.ts").read_text()
@@ -68,7 +74,7 @@ def test_generate_writes_next_to_the_config_and_a_rerun_changes_nothing(
     capsys.readouterr()
     assert main(["generate", "-c", str(config)]) == 0
     assert _mtimes(out) == before
-    assert "0 written, 0 removed, 3 unchanged" in capsys.readouterr().err
+    assert "0 written, 0 removed, 5 unchanged" in capsys.readouterr().err
 
 
 def test_check_reports_drift_as_a_diff_and_exit_1_without_writing(

@@ -14,6 +14,7 @@ from codemodekit.catalog import Catalog
 from codemodekit.codegen import (
     BLOCK_BEGIN,
     BLOCK_END,
+    EDITOR_FILES,
     LOCK_FILE,
     METADATA_FILE,
     ArtifactConflict,
@@ -108,6 +109,7 @@ def test_stale_generated_files_go_and_authored_files_stay(tmp_path: Path) -> Non
         "sub/keep.ts",
         "tools.d.ts",
         "tools.a.d.ts",
+        *EDITOR_FILES,
         LOCK_FILE,
     }
 
@@ -163,7 +165,7 @@ def test_the_lock_is_installed_last(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setattr(writer_module.os, "replace", spy)
     _write(out, _catalog("a", "b"))
-    assert installed[-1] == LOCK_FILE and len(installed) == 4
+    assert installed[-1] == LOCK_FILE and len(installed) == 4 + len(EDITOR_FILES)
 
 
 def test_a_killed_writer_is_rolled_back_by_the_next_run(tmp_path: Path) -> None:

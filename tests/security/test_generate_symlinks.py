@@ -115,3 +115,17 @@ def test_every_link_placement_is_refused(tmp_path: Path, placement: str) -> None
     (out / "tools.app.d.ts").write_text("// edited\n") if placement != "generated-file" else None
     _refused(_generate(config), link)
     _untouched(outside)
+
+
+@pytest.mark.parametrize("name", ["tsconfig.json", "globals.d.ts"])
+def test_a_link_in_place_of_an_editor_file_is_refused(tmp_path: Path, name: str) -> None:
+    config, out = _project(tmp_path)
+    assert _generate(config).returncode == 0
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / name).write_text("precious\n")
+    (out / name).unlink()
+    (out / name).symlink_to(outside / name)
+    _refused(_generate(config), name)
+    assert (outside / name).read_text() == "precious\n"
+    assert (out / name).is_symlink()

@@ -37,7 +37,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "search": ("codemodekit.cli.cmd_search", "search the configured tools"),
     "generate": (
         "codemodekit.cli.cmd_generate",
-        "write tools.d.ts, per-source declarations, catalog.json (and a skills plugin)",
+        "write tools.d.ts, per-source declarations, a tsconfig.json for editors, catalog.json "
+        "(and a skills plugin)",
     ),
     "lock": (
         "codemodekit.cli.cmd_lock",

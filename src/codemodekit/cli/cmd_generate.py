@@ -3,7 +3,11 @@
     codemode generate [-c codemode.toml] [--out DIR] [--plugin DIR] [--check]
 
 The artifacts go to ``--out`` (default: ``codemode/`` beside the config file) and, with
-``--plugin``, an Agent Plugin to that folder. ``--check`` writes nothing: it prints a
+``--plugin``, an Agent Plugin to that folder. They include what an editor needs to check the
+scripts below the config's folder: ``globals.d.ts`` (the sandbox's ``console``) and a
+``tsconfig.json`` (a ``tsconfig.json`` beside the config containing
+``{"extends": "./codemode/tsconfig.json"}``, which ``codemode init`` writes, lets VS Code
+find it). ``--check`` writes nothing: it prints a
 unified diff of any drift and exits 1, which is what CI runs. An unchanged catalog
 touches no file.
 
@@ -19,6 +23,7 @@ tools, unless ``--allow-unavailable`` is given.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -48,7 +53,8 @@ DEFAULT_OUT = "codemode"
 def register(sub: Any) -> None:
     parser = sub.add_parser(
         "generate",
-        help="write tools.d.ts, per-source declarations, catalog.json (and a skills plugin)",
+        help="write tools.d.ts, per-source declarations, a tsconfig.json for editors, catalog.json "
+        "(and a skills plugin)",
         description=__doc__.split("\n\n", 2)[2].replace("``", "`") if __doc__ else None,
     )
     add_config_argument(parser)
@@ -86,13 +92,18 @@ def register(sub: Any) -> None:
     parser.set_defaults(func=_run)
 
 
+def scripts_folder(scripts: Path, out: Path) -> str:
+    """The scripts' folder (the config's) as the generated tsconfig.json names it: relative
+    to the output folder, with ``/``."""
+    return Path(os.path.relpath(scripts.resolve(), out.resolve())).as_posix()
+
+
 def _plans(args: argparse.Namespace, spec: Spec, catalog: Catalog) -> list[WritePlan]:
     config = config_path(args)
     out = args.out if args.out is not None else config.parent / DEFAULT_OUT
     recover = not args.check
-    plans = [
-        plan_write(out, generate(catalog, name=spec.name), manifest=LOCK_FILE, recover=recover)
-    ]
+    files = generate(catalog, name=spec.name, scripts=scripts_folder(config.parent, out))
+    plans = [plan_write(out, files, manifest=LOCK_FILE, recover=recover)]
     if args.plugin is not None:
         files = generate_plugin(
             catalog,

@@ -12,6 +12,14 @@ STARTER_FILES = ("codemode.toml", "hello.ts")
 """Copied from ``codemodekit/examples``; the spec uses the bundled demo source."""
 SCHEMA_FILE = "codemode.schema.json"
 """Written beside the spec, which names it on its ``#:schema`` first line (editor checks)."""
+TSCONFIG_FILE = "tsconfig.json"
+TSCONFIG_TEXT = """\
+// Lets an editor (VS Code...) check the scripts in this folder against the tools' types:
+// `codemode generate` writes codemode/tsconfig.json and the declarations it names.
+{ "extends": "./codemode/tsconfig.json" }
+"""
+"""Written only where no ``tsconfig.json`` exists (never replaced, even with ``--force``):
+editors look for a ``tsconfig.json`` beside a script or above it, not in ``codemode/``."""
 
 
 def register(sub: Any) -> None:
@@ -20,9 +28,11 @@ def register(sub: Any) -> None:
         help="write a starter codemode.toml (and hello.ts) using the bundled demo tools",
         description=(
             "Write a commented codemode.toml, its JSON Schema (codemode.schema.json, named on "
-            "the spec's #:schema line for editors) and an example script, hello.ts, into DIR. "
-            "The spec uses a bundled offline demo source, so `codemode check` and "
-            "`codemode run hello.ts` work right away. Existing files are kept unless --force."
+            "the spec's #:schema line for editors), an example script, hello.ts, and a "
+            "tsconfig.json that extends the one `codemode generate` writes (so an editor "
+            "checks the scripts) into DIR. The spec uses a bundled offline demo source, so "
+            "`codemode check` and `codemode run hello.ts` work right away. Existing files are "
+            "kept unless --force (an existing tsconfig.json is always kept)."
         ),
     )
     parser.add_argument("dir", nargs="?", default=".", help="target folder (default: .)")
@@ -64,7 +74,36 @@ def run_init(args: argparse.Namespace) -> int:
     for name, text in files.items():
         (target / name).write_text(text, encoding="utf-8")
         print(f"wrote {target / name}")
+    _write_tsconfig(target)
     where = "" if target.resolve() == Path.cwd().resolve() else f"cd {args.dir} && "
     run_hint = " && codemode run hello.ts" if "hello.ts" in files else ""
     print(f"next: {where}codemode check{run_hint}")
+    print(
+        f"editor types: {where}codemode generate (writes codemode/tsconfig.json and the tools' types)"
+    )
     return 0
+
+
+def _write_tsconfig(target: Path) -> None:
+    """The project's ``tsconfig.json``, unless one exists (it is the user's)."""
+    path = target / TSCONFIG_FILE
+    if path.exists() or path.is_symlink():
+        if _read(path) != TSCONFIG_TEXT:
+            print(
+                f"kept {path} (yours); for an editor to check the scripts here, it needs "
+                '"extends": "./codemode/tsconfig.json" (or the options in that file)'
+            )
+        return
+    path.write_text(TSCONFIG_TEXT, encoding="utf-8")
+    print(f"wrote {path}")
+
+
+def _read(path: Path) -> str | None:
+    """The text of a small regular file; ``None`` for anything else (never blocks on a FIFO
+    or reads a link to a device)."""
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > 4096:
+            return None
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None

@@ -10,6 +10,7 @@ from codemodekit.codegen.declarations import (
     render_declarations,
     skipped_comment,
 )
+from codemodekit.codegen.editor import editor_files
 from codemodekit.codegen.layout import SourceLayout, plan
 from codemodekit.codegen.lockfile import dump_json, lock_document
 from codemodekit.schema.typescript import ts_string
@@ -53,9 +54,11 @@ def _shard_index(layout: SourceLayout, tools: tuple[ToolDefinition, ...]) -> str
     return "\n".join(lines) + "\n" + ("\n" + comment if comment else "")
 
 
-def generate(catalog: Catalog, *, name: str) -> dict[str, str]:
+def generate(catalog: Catalog, *, name: str, scripts: str = "..") -> dict[str, str]:
     """``tools.d.ts``, one ``tools.<source>.d.ts`` per source, prefix shards of sources with
-    more than ``SHARD_THRESHOLD`` tools, and ``catalog.json``. Same catalog, same bytes."""
+    more than ``SHARD_THRESHOLD`` tools, the editor files (``globals.d.ts``, a
+    ``tsconfig.json`` that checks the ``.ts`` files below ``scripts``, relative to the output
+    folder) and ``catalog.json``. Same inputs, same bytes."""
     files: dict[str, str] = {}
     cache: AnalysisCache = {}
     total = len(catalog.available_tools)
@@ -93,6 +96,7 @@ def generate(catalog: Catalog, *, name: str) -> dict[str, str]:
                 ],
                 cache=cache,
             )
+    files.update(editor_files(scripts=scripts))
     files[LOCK_FILE] = dump_json(
         lock_document(catalog, name=name, layouts=layouts, files=files.keys())
     )

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from codemodekit.catalog import Catalog, ToolDefinition, thaw
 from codemodekit.codegen.artifacts import ALL_TOOLS_FILE, LOCK_FILE, generate, source_layouts
 from codemodekit.codegen.contract import RESULT_CONTRACT
+from codemodekit.codegen.editor import EDITOR_FILES
 from codemodekit.codegen.layout import slug
 from codemodekit.codegen.lockfile import dump_json
 from codemodekit.limits import Limits
@@ -330,7 +331,11 @@ def generate_plugin(
     ``merge_generated_block`` when writing."""
     skill = skill_dir(name)
     refs = f"{skill}/references"
-    declarations = {k: v for k, v in generate(catalog, name=name).items() if k != LOCK_FILE}
+    declarations = {
+        k: v
+        for k, v in generate(catalog, name=name).items()
+        if k != LOCK_FILE and k not in EDITOR_FILES  # an agent reads, it opens no editor
+    }
     files: dict[str, str] = {}
     # Agent Plugins 1.0 finds mcp.json and skills/ by convention: plugin.json names neither.
     files["plugin.json"] = dump_json(

@@ -9,7 +9,12 @@ console.log(`${products.length} coffee products in stock`);
 const cheapest = products.reduce((best, p) => (p.price_cents < best.price_cents ? p : best));
 const cart = await tools.demo.add_to_cart({ sku: cheapest.sku, quantity: 2 });
 
-return {
+const summary = {
   cheapest: cheapest.name,
   cart_total: (cart.structuredContent!.total_cents / 100).toFixed(2),
 };
+// A script is the body of an async function, so it ends with `return`. Editors flag a
+// `return` outside a function (TS1108) whatever the tsconfig, and never check what it
+// returns: build the value above, where it is checked, and silence that one line.
+// @ts-ignore TS1108
+return summary;
