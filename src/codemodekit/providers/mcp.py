@@ -454,7 +454,9 @@ class McpToolProvider:
         if size is not None and self._status is HealthStatus.OK:
             self._set(
                 HealthStatus.DEGRADED,
-                f"reading a large reply ({size // (1024 * 1024)} MiB so far); other calls wait",
+                f"reading a large reply ({size // (1024 * 1024)} MiB so far)"
+                # Over stdio every reply shares one pipe; over HTTP each has its own stream.
+                + ("; other calls wait" if self._transport_name == "stdio" else ""),
             )
         elif size is None and self._status is HealthStatus.DEGRADED:
             self._set(HealthStatus.OK, self._ok_text(conn))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import inspect
 import logging
 import os
 import re
@@ -28,13 +29,20 @@ from mcp.client._transport import ReadStream, Transport, TransportStreams, Write
 from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import sse_within_origin
 
+from codemodekit.providers.mcp_http_bound import bound_replies
 from codemodekit.providers.mcp_stdio import bounded_stdio_client
 from codemodekit.scrub import Scrubber
 from codemodekit.spec.model import McpHttpSource, McpStdioSource, resolve_all
 
 MIN_LINE_BOUND = 16 * 1024 * 1024
-"""Smallest bound on one stdout line of a stdio server (a large ``tools/list`` page)."""
+"""Smallest bound on one reply (a stdout line, an HTTP body, an SSE event): a large
+``tools/list`` page."""
+LEGACY_SSE_EVENT_BYTES: int = (
+    inspect.signature(sse_within_origin).parameters["max_event_size"].default or 1024 * 1024
+)
+"""The SDK's fixed bound on one legacy SSE event (past it the whole stream fails)."""
 STDERR_TAIL_BYTES = 8 * 1024
 """How much of a child's stderr is kept (the newest bytes win)."""
 
@@ -322,25 +330,56 @@ async def _http(
     config: McpHttpSource,
     headers: Mapping[str, str],
     on_status: Callable[[int], None],
-    max_event_bytes: int,
+    max_reply_bytes: int,
+    on_large: Callable[[int | None], None],
+    tap: ListingTap,
 ) -> AsyncIterator[TransportStreams]:
-    if config.transport == "sse":
-        async with sse_client(config.url, headers=dict(headers)) as streams:
-            yield streams
-        return
-
     async def record_status(response: httpx2.Response) -> None:
         # The SDK folds a non-2xx answer into a generic JSON-RPC error; keep the status
         # so "HTTP 401" can reach the health message.
         if response.status_code >= 400:
             on_status(response.status_code)
 
-    timeout = httpx2.Timeout(30.0, read=300.0)
-    hooks = {"response": [record_status]}
+    # Every reply body is read through ``bound_replies`` first: bounded while read, deep
+    # messages repaired or failed per request (ADR 0025). Asking for no compression keeps
+    # the bytes on the wire the bytes counted; a server that compresses anyway is decoded
+    # there with the same bound.
+    if config.transport == "sse":
+        # The legacy client's own event bound is fixed and fails the whole stream: stay
+        # below it, so an oversized reply fails only its own call.
+        max_reply_bytes = min(max_reply_bytes, LEGACY_SSE_EVENT_BYTES - 4096)
+    bound = bound_replies(
+        max_reply_bytes,
+        on_large=on_large,
+        on_set_aside=lambda name, why: tap.set_aside.append((name, why)),
+    )
+    hooks = {"response": [record_status, bound]}
+    sent = {"accept-encoding": "identity", **headers}
+
+    def client_factory(
+        headers: dict[str, str] | None = None,
+        timeout: httpx2.Timeout | None = None,
+        auth: httpx2.Auth | None = None,
+    ) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(
+            headers=headers,
+            timeout=timeout if timeout is not None else httpx2.Timeout(30.0, read=300.0),
+            auth=auth,
+            event_hooks=hooks,
+        )
+
+    if config.transport == "sse":
+        async with sse_client(
+            config.url, headers=sent, httpx_client_factory=client_factory
+        ) as streams:
+            yield streams
+        return
+
     async with (
-        httpx2.AsyncClient(headers=dict(headers), timeout=timeout, event_hooks=hooks) as http,
+        client_factory(headers=sent) as http,
+        # The SDK's own per-event bound stays as a backstop behind ours.
         streamable_http_client(
-            config.url, http_client=http, max_sse_event_size=max_event_bytes
+            config.url, http_client=http, max_sse_event_size=max_reply_bytes + 64 * 1024
         ) as streams,
     ):
         yield streams
@@ -359,19 +398,17 @@ def open_transport(
 ) -> Transport:
     """The SDK transport for ``config``; ``secrets`` are the resolved env or headers.
 
-    ``on_large(n)`` reports a large reply being read (stdio; ``None`` once it is done).
+    ``on_large(n)`` reports a large reply being read (``None`` once it is done).
     """
     tap = tap if tap is not None else ListingTap()
+    # One reply may hold the result twice (content text and structuredContent), and a
+    # tools/list page may be larger than one result: both stay bounded while read.
+    max_reply = max(2 * max_result_bytes + 64 * 1024, MIN_LINE_BOUND)
     if isinstance(config, McpStdioSource):
         assert tail is not None
-        # A tools/list page may be larger than one result; both stay bounded.
-        max_line = max(2 * max_result_bytes + 64 * 1024, MIN_LINE_BOUND)
-        inner: Transport = _stdio(config, secrets, tail, max_line, on_large, tap)
+        inner: Transport = _stdio(config, secrets, tail, max_reply, on_large, tap)
     else:
-        # One SSE event carries one reply; the reply may hold the result twice (content text
-        # and structuredContent), so leave room for that before the provider's own check.
-        max_event_bytes = 2 * max_result_bytes + 64 * 1024
-        inner = _http(config, secrets, on_status, max_event_bytes)
+        inner = _http(config, secrets, on_status, max_reply, on_large, tap)
     return _watched(inner, on_end, tap)
 
 
