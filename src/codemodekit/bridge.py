@@ -42,7 +42,7 @@ from codemodekit.providers.base import (
     ToolProvider,
 )
 from codemodekit.sandbox.base import LogEntry, ToolCallRejected
-from codemodekit.schema import Validator
+from codemodekit.schema import SchemaUnsupported, Validator
 
 log = logging.getLogger("codemodekit.bridge")
 
@@ -322,7 +322,18 @@ class ToolBridge:
         self._account(size, address, source)
         if record is not None:
             record.request_bytes = size
-        validators = catalog.validators(source, tool)
+        try:
+            validators = catalog.validators(source, tool)  # compiled on the first call
+        except SchemaUnsupported as exc:
+            # The build proved this schema compiles (docs/adr/0025): a disagreement is a
+            # defect, so it is logged, and only this call fails.
+            log.error("the schema of %s did not compile at first use: %s", address, exc.reason)
+            raise self._reject(
+                ErrorCode.TOOL_SCHEMA_UNSUPPORTED,
+                f"{address} cannot be called: {exc.reason}",
+                address=address,
+                source=source,
+            ) from None
         if validators is None:  # pragma: no cover - quarantined tools were rejected above
             raise self._reject(ErrorCode.TOOL_SCHEMA_UNSUPPORTED, f"{address} has no validator")
         issue = validators[0].first_error(arguments)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from codemodekit.nesting import NESTING_HINT, depth_exceeds
+from codemodekit.nesting import NESTING_HINT, depth_exceeds, text_depth_exceeds
 from codemodekit.providers.base import Discovery, SkippedTool, ToolSpec
 from codemodekit.schema import (
     SchemaUnsupported,
@@ -26,6 +26,8 @@ from codemodekit.schema import (
     compile_validator,
     schema_hash,
 )
+from codemodekit.schema.cache import VALIDATORS
+from codemodekit.schema.enforce import surely_compiles
 from codemodekit.schema.normalize import (
     PreparedSchema,
     bound_text,
@@ -155,12 +157,23 @@ class SkippedOperation:
 
 
 @dataclass(frozen=True, slots=True)
+class EnforcedSchemas:
+    """The normalized schemas a callable tool's validators are compiled from, on first use
+    (``Catalog.validators``). The build proved that they compile."""
+
+    input_text: str
+    input_dialect: str
+    output_text: str | None = None
+    output_dialect: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SourceContribution:
-    """One source's tools, compiled validators and skipped operations."""
+    """One source's tools, the schemas enforced for each callable one, skipped operations."""
 
     source: str
     tools: tuple[ToolDefinition, ...]
-    validators: Mapping[str, tuple[Validator, Validator | None]]
+    enforced: Mapping[str, EnforcedSchemas]
     skipped: tuple[SkippedOperation, ...]
     digests: tuple[str, ...] = ()
     """One content digest per tool (same order as ``tools``): what the revision hashes."""
@@ -191,13 +204,16 @@ def thaw(value: Any) -> Any:
 
 
 def _json_or_empty(value: Any) -> str:
-    """JSON text of a mapping as declared; ``{}`` when it is not JSON data (quarantined)."""
-    if not isinstance(value, Mapping) or depth_exceeds(value):
+    """JSON text of a mapping as declared; ``{}`` when it is not JSON data (quarantined)
+    or nests deeper than the bound."""
+    if not isinstance(value, Mapping):
         return "{}"
     try:
-        return compact_json(value if type(value) is dict else thaw(value))
+        # The C encoder stops at the recursion limit (RecursionError), never crashes.
+        text = compact_json(value if type(value) is dict else thaw(value))
     except (TypeError, ValueError, RecursionError):
         return "{}"
+    return "{}" if text_depth_exceeds(text) else text
 
 
 def _tuple(items: list[Any]) -> tuple[Any, ...]:
@@ -260,37 +276,54 @@ class FrozenJSON(Mapping[str, Any]):
 def _prepare(
     schema: Mapping[str, Any], dialect: str | None, *, require_object: bool, what: str
 ) -> tuple[PreparedSchema | None, str | None]:
-    if depth_exceeds(schema):
-        # Set aside before any recursive walk: one such tool never costs its source.
-        return None, f"{what}the schema {NESTING_HINT}"
+    # The nesting bound comes first, whatever else is wrong. Normalization survives any
+    # depth (its encoder and walks stop at the recursion limit), so the bound is read from
+    # its text when it succeeds (cheap), and from the value only when it fails.
     try:
-        return prepare_schema(schema, default_dialect=dialect, require_object=require_object), None
+        prepared = prepare_schema(schema, default_dialect=dialect, require_object=require_object)
     except SchemaUnsupported as exc:
+        if isinstance(schema, Mapping | list | tuple) and depth_exceeds(schema):
+            return None, f"{what}the schema {NESTING_HINT}"
         return None, what + exc.reason
+    if text_depth_exceeds(prepared.text):
+        return None, f"{what}the schema {NESTING_HINT}"
+    return prepared, None
 
 
-def _compile(prepared: PreparedSchema, compiled: dict[str, Validator]) -> Validator:
-    # Keyed by the normalized text (which starts with the dialect): identical schemas,
-    # within a build or across a refresh, share one immutable validator.
-    validator = compiled.get(prepared.text)
-    if validator is None:
-        validator = compiled[prepared.text] = compile_validator(prepared)
-    return validator
+def _prove(prepared: PreparedSchema, proven: dict[str, str | None]) -> None:
+    """``SchemaUnsupported`` unless ``prepared`` compiles, mostly without compiling it.
+
+    ``surely_compiles`` proves most schemas with the compiler's own meta-schema and regex
+    checks; the rest are compiled now, exactly as before validators were compiled lazily,
+    so which tools are quarantined (and why) does not depend on when they are called.
+    ``proven`` memoizes by normalized text within a build (and from the previous
+    contribution on a refresh): ``None`` for proven, else the reason.
+    """
+    text = prepared.text
+    if text not in proven:
+        reason: str | None = None
+        if not VALIDATORS.has(text) and not surely_compiles(prepared):
+            try:
+                VALIDATORS.put(text, compile_validator(prepared))
+            except SchemaUnsupported as exc:
+                reason = exc.reason
+        proven[text] = reason
+    reason = proven[text]
+    if reason is not None:
+        raise SchemaUnsupported(reason)
 
 
 def _definition(
-    source: str, spec: ToolSpec, compiled: dict[str, Validator]
-) -> tuple[ToolDefinition, tuple[Validator, Validator | None] | None, str]:
-    """The normalized tool, its compiled validators (``None`` if quarantined), its digest."""
+    source: str, spec: ToolSpec, proven: dict[str, str | None]
+) -> tuple[ToolDefinition, EnforcedSchemas | None, str]:
+    """The normalized tool, its enforced schemas (``None`` if quarantined), its digest."""
     quarantine: str | None = None
-    input_validator: Validator | None = None
-    output_validator: Validator | None = None
     prepared_in, quarantine = _prepare(
         spec.input_schema, spec.default_dialect, require_object=True, what=""
     )
     if prepared_in is not None:
         try:
-            input_validator = _compile(prepared_in, compiled)
+            _prove(prepared_in, proven)
         except SchemaUnsupported as exc:
             quarantine = exc.reason
     prepared_out: PreparedSchema | None = None
@@ -302,7 +335,7 @@ def _definition(
         )
         if prepared_out is not None:
             try:
-                output_validator = _compile(prepared_out, compiled)
+                _prove(prepared_out, proven)
             except SchemaUnsupported as exc:
                 problem = "output schema: " + exc.reason
         quarantine = quarantine or problem
@@ -347,18 +380,23 @@ def _definition(
         data = part.encode()
         digest.update(b"%d:" % len(data))  # length-prefixed: parts cannot run together
         digest.update(data)
-    validators = None
-    if quarantine is None and input_validator is not None:
-        validators = (input_validator, output_validator)
-    return definition, validators, digest.hexdigest()
+    enforced = None
+    if quarantine is None and prepared_in is not None:
+        enforced = EnforcedSchemas(
+            prepared_in.text,
+            prepared_in.dialect,
+            None if prepared_out is None else prepared_out.text,
+            None if prepared_out is None else prepared_out.dialect,
+        )
+    return definition, enforced, digest.hexdigest()
 
 
 def _safe_definition(
-    source: str, spec: ToolSpec, compiled: dict[str, Validator]
-) -> tuple[ToolDefinition, tuple[Validator, Validator | None] | None, str]:
+    source: str, spec: ToolSpec, proven: dict[str, str | None]
+) -> tuple[ToolDefinition, EnforcedSchemas | None, str]:
     """``_definition``, but an unexpected failure quarantines this tool, not the catalog."""
     try:
-        return _definition(source, spec, compiled)
+        return _definition(source, spec, proven)
     except (KeyboardInterrupt, SystemExit, GeneratorExit, asyncio.CancelledError):
         raise
     except BaseException:  # also a Rust panic, which is not an Exception
@@ -376,30 +414,26 @@ def _safe_definition(
         return definition, None, digest
 
 
-def _reusable(previous: SourceContribution | None) -> dict[str, Validator]:
-    """Validators of a previous contribution, by normalized schema text."""
-    compiled: dict[str, Validator] = {}
-    if previous is None:
-        return compiled
-    for tool in previous.tools:
-        pair = previous.validators.get(tool.name)
-        if pair is None:
-            continue
-        if isinstance(tool.input_schema, FrozenJSON):
-            compiled[tool.input_schema.text] = pair[0]
-        if pair[1] is not None and isinstance(tool.output_schema, FrozenJSON):
-            compiled[tool.output_schema.text] = pair[1]
-    return compiled
+def _proven_before(previous: SourceContribution | None) -> dict[str, str | None]:
+    """The schemas a previous contribution proved, by normalized text."""
+    proven: dict[str, str | None] = {}
+    if previous is not None:
+        for schemas in previous.enforced.values():
+            proven[schemas.input_text] = None
+            if schemas.output_text is not None:
+                proven[schemas.output_text] = None
+    return proven
 
 
 def build_contribution(
     source: str, discovery: Discovery, *, previous: SourceContribution | None = None
 ) -> SourceContribution:
-    """Normalize a source's discovery and compile every validator once.
+    """Normalize a source's discovery and prove that every schema can be enforced.
 
     A tool whose schema is invalid or unenforceable is kept, quarantined with the reason;
-    its siblings are unaffected. Duplicate names: the last one listed wins. Validators of
-    unchanged schemas are taken from ``previous`` instead of being compiled again.
+    its siblings are unaffected. Duplicate names: the last one listed wins. Validators are
+    compiled on a tool's first call (``Catalog.validators``); schemas unchanged since
+    ``previous`` are not checked again.
     """
     by_name: dict[str, ToolSpec] = {}
     duplicates = 0
@@ -421,14 +455,14 @@ def build_contribution(
         )
     tools: list[ToolDefinition] = []
     digests: list[str] = []
-    validators: dict[str, tuple[Validator, Validator | None]] = {}
-    compiled = _reusable(previous)
+    enforced: dict[str, EnforcedSchemas] = {}
+    proven = _proven_before(previous)
     for name in sorted(by_name):
-        definition, pair, digest = _safe_definition(source, by_name[name], compiled)
+        definition, schemas, digest = _safe_definition(source, by_name[name], proven)
         tools.append(definition)
         digests.append(digest)
-        if pair is not None:
-            validators[name] = pair
+        if schemas is not None:
+            enforced[name] = schemas
     skipped = tuple(
         sorted(
             (SkippedOperation(source, s.name, s.reason) for s in discovery.skipped),
@@ -436,7 +470,7 @@ def build_contribution(
         )
     )
     return SourceContribution(
-        source, tuple(tools), MappingProxyType(validators), skipped, tuple(digests)
+        source, tuple(tools), MappingProxyType(enforced), skipped, tuple(digests)
     )
 
 
@@ -549,8 +583,23 @@ class Catalog:
         return self._by_source.get(source, {}).get(name)
 
     def validators(self, source: str, name: str) -> tuple[Validator, Validator | None] | None:
+        """The input and output validators of a callable tool; ``None`` if it is unknown or
+        quarantined.
+
+        Compiled on first use and shared by every catalog through a bounded process-wide
+        cache keyed by the normalized schema. The build proved that they compile; should
+        the compiler still refuse one, this raises ``SchemaUnsupported`` (the bridge fails
+        that call with ``TOOL_SCHEMA_UNSUPPORTED``).
+        """
         contribution = self._contributions.get(source)
-        return None if contribution is None else contribution.validators.get(name)
+        schemas = None if contribution is None else contribution.enforced.get(name)
+        if schemas is None:
+            return None
+        input_validator = VALIDATORS.get(schemas.input_text, schemas.input_dialect)
+        output_validator = None
+        if schemas.output_text is not None and schemas.output_dialect is not None:
+            output_validator = VALIDATORS.get(schemas.output_text, schemas.output_dialect)
+        return input_validator, output_validator
 
     def __iter__(self) -> Iterator[ToolDefinition]:
         return iter(self._tools)
@@ -567,6 +616,7 @@ class Catalog:
 
 __all__ = [
     "Catalog",
+    "EnforcedSchemas",
     "FrozenJSON",
     "SkippedOperation",
     "SkippedTool",

@@ -15,7 +15,9 @@ recursion limit is measured safely, and stops as soon as the bound is passed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from itertools import accumulate
 from typing import Any
 
 MAX_NESTING = 100
@@ -25,24 +27,52 @@ and tool schemas (a scalar at the top level is depth 0, ``[1]`` is depth 1)."""
 NESTING_HINT = f"nests deeper than {MAX_NESTING} levels of arrays/objects (the bound on tool data)"
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def depth_exceeds(value: Any, bound: int = MAX_NESTING) -> bool:
     """True when ``value`` nests arrays/objects more than ``bound`` levels deep."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, Mapping):
-            children: Any = item.values()
-        elif isinstance(item, list | tuple):
-            children = item
-        else:
-            continue
+    # Level by level: one pass per depth, exact type checks first (the ABC checks of
+    # ``isinstance(x, Mapping)`` dominated a 10,000-tool catalog build).
+    level = [value] if _container(value) else []
+    depth = 0
+    while level:
         depth += 1
         if depth > bound:
             return True
-        stack.extend(
-            (child, depth) for child in children if isinstance(child, Mapping | list | tuple)
-        )
+        below: list[Any] = []
+        for node in level:
+            for child in node.values() if _is_mapping(node) else node:
+                kind = type(child)
+                if kind is dict or kind is list or kind is tuple:
+                    below.append(child)
+                elif kind in _SCALARS:
+                    continue
+                elif _container(child):
+                    below.append(child)
+        level = below
     return False
 
 
-__all__ = ["MAX_NESTING", "NESTING_HINT", "depth_exceeds"]
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def text_depth_exceeds(text: str, bound: int = MAX_NESTING) -> bool:
+    """``depth_exceeds`` for the value a JSON text encodes (the text must be valid JSON)."""
+    # No more opening brackets than the bound: cannot nest deeper (most schemas stop here).
+    if text.count("[") + text.count("{") <= bound:
+        return False
+    skeleton = "".join(ch for ch in _STRING.sub("", text) if ch in _STEP)
+    return max(accumulate(_STEP[ch] for ch in skeleton), default=0) > bound
+
+
+def _is_mapping(node: Any) -> bool:
+    return type(node) is dict or isinstance(node, Mapping)
+
+
+def _container(node: Any) -> bool:
+    return isinstance(node, Mapping | list | tuple)
+
+
+__all__ = ["MAX_NESTING", "NESTING_HINT", "depth_exceeds", "text_depth_exceeds"]

@@ -1,0 +1,178 @@
+"""Build-time proof that a normalized schema will compile, without compiling it.
+
+A catalog decides at build which tools are quarantined (the decision is part of its
+revision), but compiling every validator there cost half of a 10,000-tool build while most
+tools are never called (docs/adr/0025). ``surely_compiles`` answers the one question the
+build needs — *will* ``compile_validator`` accept this schema? — with the compiler's own
+parts, so the two cannot disagree in the direction that matters:
+
+- the meta-schema check ``jsonschema-rs`` runs before compiling, done by ``jsonschema-rs``
+  itself against the bundled meta-schema of the dialect, formats included (``regex`` on
+  ``pattern``/``patternProperties`` names, ``uri-reference`` on ``$ref``/``$id``);
+- every regular expression (``pattern`` values, ``patternProperties`` names) compiled by
+  ``jsonschema-rs`` in a one-keyword schema of the same dialect, memoized per expression;
+- every ``$ref`` a plain JSON pointer into the document, landing on a schema that passes
+  the same meta-schema check (the compiler refuses pointers to data).
+
+Anything it does not model — ``$id``, anchors, ``$dynamicRef``/``$recursiveRef``,
+references to meta-schemas, percent-escapes — makes it answer ``False`` ("not sure"),
+and the catalog then compiles that schema at build exactly as before. So ``True`` must
+imply that compilation succeeds (tested over the JSON-Schema-Test-Suite, the corpora and
+generated schemas); ``False`` costs only the eager compile.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from typing import Any
+
+import jsonschema_rs
+
+from codemodekit.schema.normalize import DRAFT4, DRAFT201909, DRAFT202012, PreparedSchema
+
+# Members of the compact JSON text of a normalized schema (json.dumps escapes `"` and
+# `\`): every `"$…":` key, and `pattern`, with the value when it is a string. Finding
+# them in data too (``enum``, ``default``) only adds work: an extra expression or
+# reference that fails makes the answer "not sure", never "sure".
+_MEMBER = re.compile(r'"(\$[A-Za-z]+|pattern)":("(?:[^"\\]|\\.)*")?')
+# Keywords whose resolution this check does not model.
+_UNSURE = frozenset(
+    {"$id", "$anchor", "$dynamicAnchor", "$dynamicRef", "$recursiveRef", "$recursiveAnchor"}
+)
+_MAX_PATTERNS = 4096
+# Dialects whose meta-schema checks every member of `$defs` as a schema (all of them do
+# for `definitions`).
+_HAS_DEFS = frozenset({DRAFT202012, DRAFT201909})
+
+_lock = threading.Lock()
+_meta_validators: dict[str, jsonschema_rs.Validator] = {}
+_patterns: dict[tuple[str, str], bool] = {}
+
+
+def _refuse(uri: str) -> Any:
+    raise LookupError(f"remote $ref {uri} is not fetched")
+
+
+def _meta(dialect: str) -> jsonschema_rs.Validator:
+    """The dialect's meta-schema (bundled by ``jsonschema-rs``) with formats enforced."""
+    validator = _meta_validators.get(dialect)
+    if validator is None:
+        schema = {"$schema": dialect, "$ref": dialect.rstrip("#")}
+        validator = jsonschema_rs.validator_for(schema, validate_formats=True, retriever=_refuse)
+        with _lock:
+            _meta_validators[dialect] = validator
+    return validator
+
+
+def _pattern_compiles(dialect: str, pattern: str) -> bool:
+    key = (dialect, pattern)
+    known = _patterns.get(key)
+    if known is None:
+        try:
+            jsonschema_rs.validator_for({"$schema": dialect, "pattern": pattern}, retriever=_refuse)
+            known = True
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException:  # also a Rust panic
+            known = False
+        with _lock:
+            if len(_patterns) >= _MAX_PATTERNS:
+                _patterns.clear()  # a bound, not an eviction policy: entries are cheap to redo
+            _patterns[key] = known
+    return known
+
+
+def _string(quoted: str) -> str:
+    """The value of a JSON string literal (quotes included)."""
+    decoded: str = json.loads(quoted) if "\\" in quoted else quoted[1:-1]
+    return decoded
+
+
+def _pattern_property_names(node: Any, out: set[str]) -> None:
+    # isinstance, not exact types: the document may hold dict subclasses and tuples.
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            names = item.get("patternProperties")
+            if isinstance(names, dict):
+                out.update(names)
+            stack.extend(v for v in item.values() if isinstance(v, dict | list | tuple))
+        elif isinstance(item, list | tuple):
+            stack.extend(v for v in item if isinstance(v, dict | list | tuple))
+
+
+_MISSING = object()
+
+
+def _pointer(document: Any, pointer: str) -> Any:
+    node = document
+    for token in pointer.split("/")[1:]:
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list | tuple) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return _MISSING
+    return node
+
+
+def _root_definition(ref: str, dialect: str) -> bool:
+    parts = ref.split("/")
+    if len(parts) != 3:
+        return False
+    return parts[1] == "definitions" or (parts[1] == "$defs" and dialect in _HAS_DEFS)
+
+
+def surely_compiles(prepared: PreparedSchema) -> bool:
+    """True only when ``compile_validator(prepared)`` is certain to succeed.
+
+    ``False`` means "not proven" (the schema may still compile): compile it to know.
+    """
+    text, dialect, document = prepared.text, prepared.dialect, prepared.document
+    if dialect == DRAFT4 and '"id":' in text:
+        return False
+    refs: set[str] = set()
+    patterns: set[str] = set()
+    for keyword, quoted in _MEMBER.findall(text):
+        if keyword in _UNSURE:
+            return False
+        if not quoted:
+            continue  # not a string: a property so named, or refused by the meta-schema
+        if keyword == "$ref":
+            refs.add(quoted)
+        elif keyword == "pattern":
+            patterns.add(_string(quoted))
+    try:
+        meta = _meta(dialect)
+        if not meta.is_valid(document):
+            return False
+        for quoted in refs:
+            ref = _string(quoted)
+            if ref == "#":
+                continue
+            # Percent-escapes and anything but a local pointer: not modelled here.
+            if not ref.startswith("#/") or "%" in ref:
+                return False
+            target = _pointer(document, ref[1:])
+            if type(target) is bool:
+                continue
+            if type(target) is not dict:
+                return False
+            # A root definition was meta-checked with the root; elsewhere (a pointer into
+            # `properties`, into data) the target is checked like a root of its own.
+            if not _root_definition(ref, dialect) and not meta.is_valid(target):
+                return False
+        if '"patternProperties":' in text:
+            _pattern_property_names(document, patterns)
+        return all(_pattern_compiles(dialect, pattern) for pattern in patterns)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException:  # a value the Rust side cannot convert, a panic: not proven
+        return False
+
+
+__all__ = ["surely_compiles"]
