@@ -4,7 +4,7 @@
 
 Prints, per catalog size: the median build time (normalize + prove enforceable + freeze +
 revision), the share of it spent normalizing and proving schemas, what compiling every
-validator would add (done lazily, on each tool's first call: docs/adr/0025), and the
+validator would add (done lazily, on each tool's first call: docs/adr/0026), and the
 per-call validation cost for a valid and an invalid instance (median µs). Target: 10,000
 tools in under 1 s. Ends with the JSON-Schema-Test-Suite pass rate when the suite has been
 fetched.

@@ -325,7 +325,7 @@ class ToolBridge:
         try:
             validators = catalog.validators(source, tool)  # compiled on the first call
         except SchemaUnsupported as exc:
-            # The build proved this schema compiles (docs/adr/0025): a disagreement is a
+            # The build proved this schema compiles (docs/adr/0026): a disagreement is a
             # defect, so it is logged, and only this call fails.
             log.error("the schema of %s did not compile at first use: %s", address, exc.reason)
             raise self._reject(

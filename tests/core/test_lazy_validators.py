@@ -1,4 +1,4 @@
-"""Validators are compiled on a tool's first call, shared by schema, bounded (ADR 0025)."""
+"""Validators are compiled on a tool's first call, shared by schema, bounded (ADR 0026)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The build-time proof (``surely_compiles``) never promises what the compiler refuses.
 
 A catalog quarantines at build and compiles a tool's validators on its first call
-(docs/adr/0025). That is only sound if every schema the proof accepts compiles, so this is
+(docs/adr/0026). That is only sound if every schema the proof accepts compiles, so this is
 checked over every schema of the JSON-Schema-Test-Suite (all dialects, optional tests
 included), over real corpora (OpenAPI documents, the search fixture's tools, JSON Schemas
 shipped in installed packages) and over generated schemas built from the constructs that

@@ -2,7 +2,7 @@
 
 A catalog decides at build which tools are quarantined (the decision is part of its
 revision), but compiling every validator there cost half of a 10,000-tool build while most
-tools are never called (docs/adr/0025). ``surely_compiles`` answers the one question the
+tools are never called (docs/adr/0026). ``surely_compiles`` answers the one question the
 build needs — *will* ``compile_validator`` accept this schema? — with the compiler's own
 parts, so the two cannot disagree in the direction that matters:
 

@@ -1,7 +1,7 @@
 """Compiled validators: ``jsonschema-rs`` at run time, ``jsonschema`` as the reference.
 
 A validator is compiled from a normalized schema on its tool's first call (the catalog
-proves at build that it will compile: ``schema.enforce``, docs/adr/0025). Compilation
+proves at build that it will compile: ``schema.enforce``, docs/adr/0026). Compilation
 never touches the network: the retriever refuses every URI, so a reference that
 normalization did not catch still fails closed (``remote $ref <uri> is not fetched``).
 
