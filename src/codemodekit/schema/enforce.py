@@ -33,14 +33,14 @@ import jsonschema_rs
 from codemodekit.schema.normalize import DRAFT4, DRAFT201909, DRAFT202012, PreparedSchema
 
 # Members of the compact JSON text of a normalized schema (json.dumps escapes `"` and
-# `\`): every `"$…":` key, and `pattern`, with the value when it is a string. Finding
-# them in data too (``enum``, ``default``) only adds work: an extra expression or
-# reference that fails makes the answer "not sure", never "sure".
-_MEMBER = re.compile(r'"(\$[A-Za-z]+|pattern)":("(?:[^"\\]|\\.)*")?')
+# `\`), found by their key. Finding them in data too (``enum``, ``default``) only adds
+# work: an extra expression or reference that fails makes the answer "not sure", never
+# "sure". A `$ref`/`pattern` key with a non-string value is a property so named, or
+# refused by the meta-schema.
+_REF = re.compile(r'"\$ref":("(?:[^"\\]|\\.)*")')
+_PATTERN = re.compile(r'"pattern":("(?:[^"\\]|\\.)*")')
 # Keywords whose resolution this check does not model.
-_UNSURE = frozenset(
-    {"$id", "$anchor", "$dynamicAnchor", "$dynamicRef", "$recursiveRef", "$recursiveAnchor"}
-)
+_UNSURE = re.compile(r'"\$(?:id|anchor|dynamicAnchor|dynamicRef|recursiveRef|recursiveAnchor)":')
 _MAX_PATTERNS = 4096
 # Dialects whose meta-schema checks every member of `$defs` as a schema (all of them do
 # for `definitions`).
@@ -135,17 +135,10 @@ def surely_compiles(prepared: PreparedSchema) -> bool:
     text, dialect, document = prepared.text, prepared.dialect, prepared.document
     if dialect == DRAFT4 and '"id":' in text:
         return False
-    refs: set[str] = set()
-    patterns: set[str] = set()
-    for keyword, quoted in _MEMBER.findall(text):
-        if keyword in _UNSURE:
-            return False
-        if not quoted:
-            continue  # not a string: a property so named, or refused by the meta-schema
-        if keyword == "$ref":
-            refs.add(quoted)
-        elif keyword == "pattern":
-            patterns.add(_string(quoted))
+    if _UNSURE.search(text):
+        return False
+    refs = set(_REF.findall(text))
+    patterns = {_string(quoted) for quoted in _PATTERN.findall(text)}
     try:
         meta = _meta(dialect)
         if not meta.is_valid(document):

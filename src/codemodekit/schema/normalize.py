@@ -249,7 +249,7 @@ def _join(base: str, ref: str) -> str:
 def _pointer_target(document: Any, pointer: str) -> bool:
     node = document
     for raw in pointer.split("/")[1:]:
-        token = unquote(raw).replace("~1", "/").replace("~0", "~")
+        token = (unquote(raw) if "%" in raw else raw).replace("~1", "/").replace("~0", "~")
         if isinstance(node, dict) and token in node:
             node = node[token]
         elif isinstance(node, list | tuple) and token.isdigit() and int(token) < len(node):
@@ -275,8 +275,7 @@ def _refs_resolve_trivially(document: dict[str, Any], text: str, dialect: str) -
         return False
     if dialect == DRAFT4 and '"id":' in text:
         return False
-    for match in _REF_IN_TEXT.finditer(text):
-        raw = match.group(2)
+    for raw in {match.group(2) for match in _REF_IN_TEXT.finditer(text)}:  # each ref once
         ref = json.loads(f'"{raw}"') if "\\" in raw else raw
         if not (ref == "#" or ref.startswith("#/")) or not _pointer_target(document, ref[1:]):
             return False
