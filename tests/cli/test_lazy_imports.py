@@ -10,11 +10,12 @@ import argparse
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 import codemodekit
-from codemodekit.cli import COMMANDS
+from codemodekit.cli import COMMANDS, main
 
 HEAVY = ("pydantic", "mcp", "jsonschema", "jsonschema_rs", "tree_sitter", "httpx", "yaml")
 
@@ -87,3 +88,25 @@ def test_the_help_summary_matches_the_command_module(name: str) -> None:
     importlib.import_module(module).register(sub)
     [action] = sub._choices_actions
     assert action.help == summary
+
+
+@pytest.mark.parametrize("script", ["return 1 + 1;", "hello.ts"])
+def test_a_run_on_the_demo_loads_no_mcp_sdk_http_client_or_reference_validator(
+    tmp_path: Path, script: str
+) -> None:
+    folder = tmp_path
+    assert main(["init", str(folder)]) == 0
+    if not script.endswith(".ts"):
+        (folder / "trivial.ts").write_text(script, encoding="utf-8")
+        script = "trivial.ts"
+    code = (
+        "import os\n"
+        f"os.chdir({str(folder)!r})\n"
+        "from codemodekit.cli import main\n"
+        f"assert main(['run', {script!r}, '-q']) == 0\n"
+    )
+    loaded = loaded_after(code)
+    # A one-off run needs pydantic (the spec), tree-sitter and jsonschema-rs, nothing else:
+    # `jsonschema` words the reason of a schema jsonschema-rs rejects, and no source here
+    # speaks MCP or HTTP.
+    assert loaded == ["jsonschema_rs", "pydantic", "tree_sitter"]

@@ -19,9 +19,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
-import jsonschema.exceptions
-import jsonschema.validators
 import jsonschema_rs
 
 from codemodekit.schema.normalize import (
@@ -176,6 +173,11 @@ def _keyword(error: jsonschema_rs.ValidationError) -> str:
 
 def _reference_reason(schema: Mapping[str, Any]) -> str | None:
     """The meta-schema violation the reference ``jsonschema`` reports, if any."""
+    # Imported here: it takes longer to import (≈50 ms) than most runs take, and only a
+    # schema that ``jsonschema-rs`` rejected needs it.
+    import jsonschema.exceptions
+    import jsonschema.validators
+
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     meta = cls(cls.META_SCHEMA)
     error = jsonschema.exceptions.best_match(meta.iter_errors(schema))

@@ -87,7 +87,10 @@ def _field(default: Any, description: str, example: str, **kwargs: Any) -> Any:
 
 
 class _Raw(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    # defer_build: one validator, RawSpec's, is built when a file is first validated,
+    # instead of one per model at import (the nested ones were built twice). Defaults below
+    # are made with model_construct() so that importing builds none. (CLI start-up.)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
 
 
 # --- [limits] ---------------------------------------------------------------------------
@@ -331,7 +334,7 @@ class RawOpenApiSource(_Raw):
         min_length=1,
     )
     auth: RawOpenApiAuth = _field(
-        RawOpenApiAuth(),
+        RawOpenApiAuth.model_construct(),
         "Credentials for the document's security schemes.",
         'auth = { api_key = "${PETSTORE_KEY}" }',
     )
@@ -402,12 +405,12 @@ class RawSpec(_Raw):
         min_length=1,
     )
     limits: RawLimits = _field(  # type: ignore[valid-type]
-        RawLimits(),
+        RawLimits.model_construct(),
         "Bounds of one run; every key is optional.",
         "[limits]\ncompute_time_ms = 5000",
     )
     runtime: RawRuntime = _field(  # type: ignore[valid-type]
-        RawRuntime(),
+        RawRuntime.model_construct(),
         "How runs execute; every key is optional. `codemode serve` and the library use "
         'sandbox worker processes; `mode = "inline"` runs QuickJS in the server process.',
         "[runtime]\nmax_runs = 32",
