@@ -3,12 +3,17 @@ model-visible message for each refusal (what to write instead)."""
 
 from __future__ import annotations
 
+import threading
+from dataclasses import dataclass, field
+from functools import cache
+
 import tree_sitter as ts
 import tree_sitter_typescript as tst
 
 LANGUAGE = ts.Language(tst.language_typescript())
 
-# One query, run in C, so Python only touches the nodes that matter.
+# One query, run in C, so Python only touches the nodes that matter (with the groups below,
+# run only when a script can contain what they match).
 _QUERY_SOURCE = r"""
 (type_annotation) @erase
 (type_predicate_annotation) @erase
@@ -22,13 +27,9 @@ _QUERY_SOURCE = r"""
 (accessibility_modifier) @erase
 (override_modifier) @erase
 (hash_bang_line) @erase
-(public_field_definition "readonly" @erase)
-(public_field_definition "?" @erase)
-(public_field_definition "!" @erase)
 (method_definition "?" @erase)
 (optional_parameter "?" @erase)
 (variable_declarator "!" @erase)
-(abstract_class_declaration "abstract" @erase)
 
 ; Postfix chains (`x!!!`, `x as T as U`) nest as deep as they are long: a pattern that
 ; waits for a child token keeps one pending state per level (quadratic). Capture the node
@@ -44,14 +45,7 @@ _QUERY_SOURCE = r"""
 (ambient_declaration) @statement
 (function_signature) @statement
 (import_statement "type") @statement
-(class_body (method_signature) @statement)
-(class_body (abstract_method_signature) @statement)
-(class_body (index_signature) @statement)
-(class_body (public_field_definition "declare") @statement)
-(class_body (public_field_definition "abstract") @statement)
 
-(call_expression function: [(as_expression) (satisfies_expression)] @asserted_callee)
-(subscript_expression object: [(as_expression) (satisfies_expression)] @asserted_callee)
 
 (return_statement) @restricted
 (throw_statement) @restricted
@@ -60,10 +54,7 @@ _QUERY_SOURCE = r"""
 (arrow_function) @arrow_function
 (accessibility_modifier) @modifier
 (override_modifier) @modifier
-(public_field_definition ["readonly" "declare" "abstract"] @modifier)
-(abstract_method_signature "abstract" @modifier)
 (ambient_declaration "declare" @modifier)
-(abstract_class_declaration "abstract" @modifier)
 (type_alias_declaration "type" @modifier)
 (interface_declaration "interface" @modifier)
 (expression_statement (identifier) @bare_let (#eq? @bare_let "let"))
@@ -75,23 +66,109 @@ _QUERY_SOURCE = r"""
 (decorator) @decorator
 (import_statement) @import
 (export_statement) @export
-(call_expression function: (import)) @dynamic_import
 (call_expression function: (identifier) @callee)
 (meta_property) @meta_property
-(required_parameter [(accessibility_modifier) (override_modifier) "readonly"]) @parameter_property
-(optional_parameter [(accessibility_modifier) (override_modifier) "readonly"]) @parameter_property
 (html_comment) @html_comment
-(public_field_definition "accessor" @accessor)
 (lookup_type "[" @type_continued)
 (array_type "[" @type_continued)
 (generic_type type_arguments: (type_arguments) @type_continued)
+"""
+
+
+@dataclass
+class _LazyGroup:
+    """Patterns that can match only where ``tokens`` occur in the source text (a keyword or
+    punctuation every match contains) or the core query captured ``captures``: skipped
+    otherwise, and compiled on first need. Compiling the whole query took ≈70–100 ms, most
+    of a one-off `codemode run`; these patterns were most of it and most scripts need none."""
+
+    source: str
+    tokens: tuple[bytes, ...] = ()
+    captures: tuple[str, ...] = ()
+    _query: ts.Query | None = field(default=None, repr=False)
+
+    def needed(self, data: bytes, found: dict[str, list[ts.Node]]) -> bool:
+        return any(t in data for t in self.tokens) or any(c in found for c in self.captures)
+
+    def query(self) -> ts.Query:
+        if self._query is None:
+            with _COMPILING:
+                if self._query is None:
+                    self._query = ts.Query(LANGUAGE, self.source)
+        return self._query
+
+
+_COMPILING = threading.Lock()
+
+_LAZY_GROUPS = (
+    # Class members: every match is inside a class body or declaration.
+    _LazyGroup(
+        r"""
+(public_field_definition "readonly" @erase)
+(public_field_definition "?" @erase)
+(public_field_definition "!" @erase)
+(abstract_class_declaration "abstract" @erase)
+(class_body (method_signature) @statement)
+(class_body (abstract_method_signature) @statement)
+(class_body (index_signature) @statement)
+(class_body (public_field_definition "declare") @statement)
+(class_body (public_field_definition "abstract") @statement)
+(public_field_definition ["readonly" "declare" "abstract"] @modifier)
+(abstract_method_signature "abstract" @modifier)
+(abstract_class_declaration "abstract" @modifier)
+(public_field_definition "accessor" @accessor)
+""",
+        tokens=(b"class",),
+    ),
+    # An `as`/`satisfies` expression (the core query's @suffix) called or indexed.
+    _LazyGroup(
+        r"""
+(call_expression function: [(as_expression) (satisfies_expression)] @asserted_callee)
+(subscript_expression object: [(as_expression) (satisfies_expression)] @asserted_callee)
+""",
+        captures=("suffix",),
+    ),
+    _LazyGroup(
+        r"""
+(required_parameter [(accessibility_modifier) (override_modifier) "readonly"]) @parameter_property
+(optional_parameter [(accessibility_modifier) (override_modifier) "readonly"]) @parameter_property
+""",
+        tokens=(b"public", b"private", b"protected", b"override", b"readonly"),
+    ),
+    _LazyGroup("(call_expression function: (import)) @dynamic_import", tokens=(b"import",)),
+    _LazyGroup(
+        r"""
 (binary_expression
   left: (binary_expression operator: "<" @generic_tag)
   operator: ">"
   right: (template_string))
-"""
+""",
+        tokens=(b"`",),
+    ),
+)
 
-QUERY = ts.Query(LANGUAGE, _QUERY_SOURCE)
+
+@cache
+def _core_query() -> ts.Query:
+    return ts.Query(LANGUAGE, _QUERY_SOURCE)
+
+
+def capture(root: ts.Node, data: bytes) -> dict[str, list[ts.Node]]:
+    """Every capture of the query in the tree of ``data``, by capture name, in source order."""
+    found = ts.QueryCursor(_core_query()).captures(root)
+    extra = [
+        ts.QueryCursor(group.query()).captures(root)
+        for group in _LAZY_GROUPS
+        if group.needed(data, found)
+    ]
+    for captures in extra:
+        for name, nodes in captures.items():
+            if name in found:
+                found[name] = sorted([*found[name], *nodes], key=lambda n: n.start_byte)
+            else:
+                found[name] = nodes
+    return found
+
 
 # What to write instead, for each refused construct (the message is model-visible).
 REJECTIONS: dict[str, str] = {
