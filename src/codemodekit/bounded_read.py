@@ -35,7 +35,8 @@ class UnreadableFile(OSError):
         self.missing = missing
 
 
-def _kind(mode: int) -> str:
+def describe_mode(mode: int) -> str:
+    """What a non-regular file is, for a message: ``"a FIFO (named pipe)"``."""
     for test, name in _KINDS:
         if test(mode):
             return name
@@ -57,7 +58,7 @@ def read_bounded(path: str | os.PathLike[str], limit: int) -> bytes:
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            kind = _kind(info.st_mode)
+            kind = describe_mode(info.st_mode)
             raise UnreadableFile(f"is {kind}, not a regular file")
         if info.st_size > limit:
             raise UnreadableFile(f"is {info.st_size} bytes, over the {limit} byte limit")
@@ -80,4 +81,4 @@ def read_bounded(path: str | os.PathLike[str], limit: int) -> bytes:
         os.close(fd)
 
 
-__all__ = ["UnreadableFile", "read_bounded"]
+__all__ = ["UnreadableFile", "describe_mode", "read_bounded"]

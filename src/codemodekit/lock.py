@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from codemodekit.bounded_read import UnreadableFile, read_bounded
 from codemodekit.catalog import Catalog
 from codemodekit.errors import CodeModeError, SecretUnavailable, SourceUnavailable
 from codemodekit.providers.base import Discovery, SkippedTool, ToolSpec
@@ -35,6 +36,8 @@ from codemodekit.spec.model import (
 
 LOCK_FILE = "codemode.lock.json"
 LOCK_FORMAT = 1
+MAX_LOCK_BYTES = 64 * 1024 * 1024
+"""Most bytes read from a lock file (thousands of tools take a few MB)."""
 START_TIMEOUT_S = 60.0
 
 
@@ -146,15 +149,26 @@ def parse_lock(text: str, *, shown: str = LOCK_FILE) -> dict[str, LockedSource]:
         ) from None
 
 
+def read_lock_text(path: Path) -> str | None:
+    """The text of the lock at ``path`` (a regular file, bounded); ``None`` when there is none."""
+    try:
+        return read_bounded(path, MAX_LOCK_BYTES).decode("utf-8")
+    except UnreadableFile as exc:
+        if exc.missing:
+            return None
+        raise LockError(
+            f"{path} {exc.reason}; remove it and recreate it with `codemode lock`"
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise LockError(
+            f"{path} cannot be read (not UTF-8: {exc.reason}); recreate it with `codemode lock`"
+        ) from None
+
+
 def read_lock(path: Path) -> dict[str, LockedSource] | None:
     """The lock at ``path``; ``None`` when there is none."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LockError(f"{path} cannot be read ({exc})") from None
-    return parse_lock(text, shown=str(path))
+    text = read_lock_text(path)
+    return None if text is None else parse_lock(text, shown=str(path))
 
 
 def stale(spec: Spec, locked: Mapping[str, LockedSource], names: Iterable[str]) -> dict[str, str]:

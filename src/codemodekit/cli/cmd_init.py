@@ -8,6 +8,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from codemodekit.bounded_read import UnreadableFile, read_bounded
+
 STARTER_FILES = ("codemode.toml", "hello.ts")
 """Copied from ``codemodekit/examples``; the spec uses the bundled demo source."""
 SCHEMA_FILE = "codemode.schema.json"
@@ -102,8 +104,8 @@ def _read(path: Path) -> str | None:
     """The text of a small regular file; ``None`` for anything else (never blocks on a FIFO
     or reads a link to a device)."""
     try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > 4096:
+        if path.is_symlink():
             return None
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        return read_bounded(path, 4096).decode("utf-8")
+    except (UnreadableFile, UnicodeDecodeError):
         return None

@@ -23,7 +23,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from codemodekit.bounded_read import UnreadableFile, read_bounded
 from codemodekit.cli.common import CliExit, add_config_argument, config_path, load_config
+
+MAX_CLIENT_CONFIG_BYTES = 16 * 1024 * 1024
+"""Most bytes read from an agent client's configuration file."""
 
 CLIENTS = ("claude-code", "claude-desktop", "cursor", "json")
 
@@ -170,11 +174,13 @@ def _install(args: argparse.Namespace, spec: Any, config: Path) -> int:
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except OSError as exc:
-        raise CliExit(2, f"codemode install: cannot read {path}: {exc.strerror}") from None
+        text = read_bounded(path, MAX_CLIENT_CONFIG_BYTES).decode("utf-8")
+    except UnreadableFile as exc:
+        if exc.missing:
+            return {}
+        raise CliExit(2, f"codemode install: {path} {exc.reason}") from None
+    except UnicodeDecodeError:
+        raise CliExit(2, f"codemode install: {path} is not UTF-8 text") from None
     try:
         document = json.loads(text) if text.strip() else {}
     except ValueError as exc:

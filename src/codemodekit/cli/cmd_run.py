@@ -14,9 +14,9 @@ import asyncio
 import json
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
+from codemodekit.bounded_read import UnreadableFile, read_bounded
 from codemodekit.cli.common import (
     CliExit,
     add_config_argument,
@@ -49,26 +49,33 @@ def register(sub: Any) -> None:
     parser.set_defaults(func=_run)
 
 
-def read_script(name: str) -> tuple[str, str]:
-    """``(code, filename)``; a file that is missing or not UTF-8 is one clear line."""
+MAX_SCRIPT_FILE_BYTES = 16 * 1024 * 1024
+"""Most bytes read from a script file or stdin; the spec's ``limits.source_bytes`` (128 KiB
+by default) then applies to the text as to any run (SOURCE_TOO_LARGE)."""
+
+
+def read_script(name: str, *, command: str = "run") -> tuple[str, str]:
+    """``(code, filename)``; a script that is missing, not a regular file, too large or not
+    UTF-8 is one clear line (never a hang on a FIFO or a read of ``/dev/zero``)."""
+    limit = MAX_SCRIPT_FILE_BYTES
     if name == "-":
-        data, filename = sys.stdin.buffer.read(), "<stdin>"
+        data, filename = sys.stdin.buffer.read(limit + 1), "<stdin>"
+        if len(data) > limit:
+            raise CliExit(2, f"codemode {command}: standard input is over {limit} bytes")
     else:
-        path = Path(name)
-        if not path.is_file():
-            raise CliExit(2, f"codemode run: {path} is not a file")
+        filename = name
         try:
-            data, filename = path.read_bytes(), str(path)
-        except OSError as exc:
-            raise CliExit(2, f"codemode run: cannot read {path}: {exc.strerror}") from None
+            data = read_bounded(name, limit)
+        except UnreadableFile as exc:
+            raise CliExit(2, f"codemode {command}: script {name} {exc.reason}") from None
     try:
         return data.decode("utf-8-sig"), filename
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise CliExit(
             2,
-            f"codemode run: {filename}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x} "
-            f"at offset {exc.start}); save the script as UTF-8",
+            f"codemode {command}: {filename}:{line}: not UTF-8 text "
+            f"(byte 0x{data[exc.start]:02x} at offset {exc.start}); save the script as UTF-8",
         ) from None
 
 

@@ -32,7 +32,7 @@ def run_typecheck(args: argparse.Namespace) -> int:
     from codemodekit.cli.cmd_run import read_script
 
     try:
-        code, filename = read_script(args.script)
+        code, filename = read_script(args.script, command="typecheck")
         spec = load_config(args)
         return typecheck_or_exit(spec, config_path(args), code, filename, quiet_ok=False)
     except CliExit as stop:

@@ -13,12 +13,14 @@ from pathlib import Path
 from codemodekit.catalog import Catalog
 from codemodekit.lock import (
     LockedSource,
+    LockError,
     discover,
     drift,
     is_remote,
     lock_text,
     locked_catalog,
     read_lock,
+    read_lock_text,
     stale,
 )
 from codemodekit.providers.base import Discovery
@@ -87,9 +89,9 @@ def _lock_drift(
     if locked is None:
         return [f"{lock_file.name} does not exist yet"]
     try:
-        if lock_file.read_text(encoding="utf-8") == text:
+        if read_lock_text(lock_file) == text:
             return []
-    except OSError:
+    except LockError:
         pass
     reasons = [f"{name}: {why}" for name, why in why_stale.items()]
     reasons += [f"{name}: no longer in the spec" for name in locked if name not in spec.sources]

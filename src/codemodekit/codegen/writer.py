@@ -276,7 +276,7 @@ def recover_interrupted(root: Path) -> bool:
 
 def _owner(txn: Path) -> int | None:
     try:
-        return int((txn / _OWNER).read_text(encoding="ascii"))
+        return int(read_bounded(txn / _OWNER, 64).decode("ascii"))
     except (OSError, ValueError):
         return None
 
@@ -294,7 +294,7 @@ def _alive(pid: int) -> bool:
 def _rollback(root: Path) -> None:
     txn = root / TXN_DIR
     try:
-        journal = json.loads((txn / _JOURNAL).read_text(encoding="utf-8"))
+        journal = json.loads(read_bounded(txn / _JOURNAL, MAX_GENERATED_FILE_BYTES))
     except (OSError, ValueError):
         journal = None  # failed while staging: nothing in the output was touched yet
     if isinstance(journal, dict):

@@ -35,6 +35,7 @@ from codemodekit.providers.base import (
     ToolSpec,
     closed_message,
 )
+from codemodekit.providers.python_files import unsafe_import, unsafe_roots
 from codemodekit.sandbox.base import ToolCallRejected
 
 ToolFunction = Callable[[Any], Any]
@@ -392,9 +393,17 @@ class PythonModuleProvider(LocalToolProvider):
     async def start(self, on_change: DiscoveryListener) -> Discovery:
         if self._closed:
             raise SourceUnavailable(closed_message(self.name))
-        for path in self._paths:
-            if path not in sys.path:
-                sys.path.insert(0, path)
+        # Before Python opens anything: a FIFO or /dev/zero there would hang or exhaust it.
+        # Roots are checked before they join sys.path (every later import would open them).
+        unsafe = unsafe_roots(self._paths)
+        if unsafe is None:
+            for path in self._paths:
+                if path not in sys.path:
+                    sys.path.insert(0, path)
+            unsafe = unsafe_import(self._module)
+        if unsafe is not None:
+            self._error = f"python module {self._module!r} cannot be imported safely: {unsafe}"
+            raise SourceUnavailable(self._error)
         try:
             module = importlib.import_module(self._module)
         except SyntaxError as exc:

@@ -12,7 +12,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from codemodekit.bounded_read import UnreadableFile, read_bounded
 from codemodekit.spec.errors import SourceText, SpecIssue
+from codemodekit.spec.loader import MAX_SPEC_BYTES
 from codemodekit.spec.model import (
     McpStdioSource,
     OpenApiSource,
@@ -135,6 +137,6 @@ def _read(path: Path | None) -> str:
     if path is None:
         return ""
     try:
-        return path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError):
+        return read_bounded(path, MAX_SPEC_BYTES).decode("utf-8-sig")
+    except (UnreadableFile, UnicodeDecodeError):
         return ""
