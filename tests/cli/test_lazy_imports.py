@@ -110,3 +110,19 @@ def test_a_run_on_the_demo_loads_no_mcp_sdk_http_client_or_reference_validator(
     # `jsonschema` words the reason of a schema jsonschema-rs rejects, and no source here
     # speaks MCP or HTTP.
     assert loaded == ["jsonschema_rs", "pydantic", "tree_sitter"]
+
+
+def test_mcp_sources_the_script_does_not_name_load_no_mcp_sdk(tmp_path: Path) -> None:
+    assert main(["init", str(tmp_path)]) == 0
+    with (tmp_path / "codemode.toml").open("a", encoding="utf-8") as spec:
+        spec.write(
+            '\n[sources.stdio]\ntype = "mcp"\ncommand = "no-such-server"\n'
+            '\n[sources.remote]\ntype = "mcp"\nurl = "http://127.0.0.1:9/mcp"\n'
+        )
+    code = (
+        "import os\n"
+        f"os.chdir({str(tmp_path)!r})\n"
+        "from codemodekit.cli import main\n"
+        "assert main(['run', 'hello.ts', '-q']) == 0\n"
+    )
+    assert loaded_after(code) == ["jsonschema_rs", "pydantic", "tree_sitter"]
