@@ -97,3 +97,50 @@ def test_check_says_when_a_read_only_rule_can_match_nothing(tmp_path: Path, trus
     )
     assert result.returncode == 0, result.stderr
     assert ("matches nothing" in result.stdout) is (not trust), result.stdout
+
+
+HINTED_TOOLS = """
+from codemodekit import define_tool
+
+ro = define_tool(description="Read.", input_schema={"type": "object"},
+                 annotations={"readOnlyHint": True}, execute=lambda a: 1)
+rw = define_tool(description="Write.", input_schema={"type": "object"}, execute=lambda a: 2)
+"""
+
+
+@pytest.mark.parametrize(
+    ("glob", "trust", "inert"),
+    [
+        ("local.*", False, "trust_annotations"),  # untrusted: the hint is never believed
+        ("*", False, "trust_annotations"),  # a glob without a dot names every source
+        ("local.*", True, None),  # trusted and hinted: the rule works
+        ("local.rw", True, "readOnlyHint"),  # trusted, but it matches no hinted tool
+        ("*.rw", True, "readOnlyHint"),
+    ],
+)
+@pytest.mark.parametrize("command", ["run", "check"])
+def test_run_and_check_warn_about_a_read_only_rule_that_matches_nothing(
+    tmp_path: Path, glob: str, trust: bool, inert: str | None, command: str
+) -> None:
+    (tmp_path / "hinted.py").write_text(HINTED_TOOLS)
+    flag = "trust_annotations = true\n" if trust else ""
+    (tmp_path / "codemode.toml").write_text(
+        'version = 1\nname = "hints"\n[policy]\ndefault = "deny"\n'
+        f'rules = [{{ tools = "{glob}", read_only = true, decision = "allow" }}]\n'
+        f'[sources.local]\ntype = "python"\nmodule = "hinted"\n{flag}'
+    )
+    (tmp_path / "s.ts").write_text("return await tools.local.ro({});\n")
+    argv = ["run", "s.ts"] if command == "run" else ["check"]
+    result = subprocess.run(
+        [sys.executable, "-m", "codemodekit", *argv],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    warnings = [line for line in result.stderr.splitlines() if "rules[0].read_only" in line]
+    if inert is None:
+        assert warnings == [], result.stderr
+    else:
+        assert len(warnings) == 1 and inert in warnings[0], result.stderr
+        assert "matches nothing" in warnings[0]

@@ -20,6 +20,7 @@ from codemodekit.cli.common import (
     config_path,
     health_message,
     quiet_library_logs,
+    warn_inert_rules,
 )
 from codemodekit.errors import CodeModeError
 from codemodekit.limits import Limits
@@ -187,6 +188,7 @@ async def _connect(spec: Spec, shown_path: str, out: TextIO) -> int:
     if len(up) == len(health):  # with a source down, "matches nothing" may be premature
         for issue in locate(spec, unmatched_rules(spec, addresses)):
             print("warning: " + issue.render(shown_path), file=sys.stderr)
+        warn_inert_rules(spec, catalog, health, shown_path)
     _report_lock_drift(spec, Path(shown_path), catalog, up)
     total = len(catalog.available_tools)
     print(f"{total} callable tool{'s' if total != 1 else ''}, catalog {catalog.revision}", file=out)

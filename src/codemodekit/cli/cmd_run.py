@@ -22,6 +22,7 @@ from codemodekit.cli.common import (
     add_config_argument,
     load_config,
     quiet_library_logs,
+    warn_inert_rules,
     warn_unhealthy,
 )
 
@@ -134,6 +135,7 @@ async def _execute(
     sandbox = QuickJsSandbox(offload="inline", prewarm=0)
     async with CodeMode.from_spec(spec, sandbox=sandbox, sources=providers) as cm:
         warn_unhealthy(cm.health)
+        warn_inert_rules(spec, cm.catalog, cm.health)
         on_progress = None if quiet else _print_progress
         on_log = None if json_output else _print_log
         return await cm.run(code, on_progress=on_progress, on_log=on_log), names

@@ -14,7 +14,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from codemodekit.cli import serve_ops
-from codemodekit.cli.common import CliExit, add_config_argument, load_config, warn_unhealthy
+from codemodekit.cli.common import (
+    CliExit,
+    add_config_argument,
+    load_config,
+    warn_inert_rules,
+    warn_unhealthy,
+)
 from codemodekit.http_ops import Operations
 from codemodekit.mcp_serve import (
     StdioWire,
@@ -202,6 +208,7 @@ async def _serve_spec(
         spec, start_grace_s=SERVE_START_GRACE_S, observers=observers
     ) as cm:
         warn_unhealthy(cm.health)
+        warn_inert_rules(spec, cm.catalog, cm.health)
         server = create_server(cm, search=not args.no_search)
         if not args.no_search:
             index_for(cm.catalog)  # build the search index now, not on the first query

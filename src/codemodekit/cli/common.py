@@ -8,11 +8,14 @@ import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codemodekit.errors import CodeModeError
 from codemodekit.providers.base import HealthStatus, SourceHealth
 from codemodekit.spec.model import Spec
+
+if TYPE_CHECKING:
+    from codemodekit.catalog import Catalog
 
 DEFAULT_CONFIG = "codemode.toml"
 VERBOSE = False
@@ -139,6 +142,25 @@ def health_message(health: SourceHealth) -> str:
     """A source's health message as a command that is about to exit should show it: a
     background reconnect would die with the process."""
     return health.message.removesuffix("; reconnecting in the background")
+
+
+def warn_inert_rules(
+    spec: Spec,
+    catalog: Catalog,
+    health: Iterable[SourceHealth],
+    shown_path: str | None = None,
+) -> None:
+    """One stderr line per ``read_only = true`` rule that can match none of the tools of
+    the sources; said only when every source of the spec is up (another may match)."""
+    from codemodekit.spec.checks import inert_read_only_rules, locate
+
+    up = {h.source for h in health if h.status == HealthStatus.OK}
+    if up != set(spec.sources):
+        return
+    tools = [(t.source, t.key, t.annotations) for t in catalog.tools]
+    shown = shown_path or str(spec.path or "codemode.toml")
+    for issue in locate(spec, inert_read_only_rules(spec, tools)):
+        print("warning: " + issue.render(shown), file=sys.stderr)
 
 
 def warn_unhealthy(health: Iterable[SourceHealth]) -> None:

@@ -98,6 +98,33 @@ def unmatched_rules(spec: Spec, addresses: Iterable[str]) -> list[tuple[KeyPath,
     return found
 
 
+def inert_read_only_rules(
+    spec: Spec, tools: Iterable[tuple[str, str, Mapping[str, object]]]
+) -> list[tuple[KeyPath, str]]:
+    """``read_only = true`` rules that can match none of ``tools`` (``(source, address,
+    annotations)`` of every source, all up): a read-only rule matches a tool only when its
+    own source has ``trust_annotations = true`` and the tool says ``readOnlyHint: true``.
+    A rule that matches no address at all is ``unmatched_rules``' to report."""
+    listed = list(tools)
+    found: list[tuple[KeyPath, str]] = []
+    for index, rule in enumerate(spec.policy.rules):
+        if not rule.read_only:
+            continue
+        matched = [t for t in listed if fnmatch.fnmatchcase(t[1], rule.tools)]
+        trusted = [t for t in matched if spec.sources[t[0]].trust_annotations]
+        if not matched or any(t[2].get("readOnlyHint") is True for t in trusted):
+            continue
+        if not trusted:
+            why = (
+                "none of the tools it matches comes from a source with "
+                "trust_annotations = true, and readOnlyHint is believed only from those"
+            )
+        else:
+            why = "none of the tools it matches from trusted sources says readOnlyHint: true"
+        found.append((("policy", "rules", index, "read_only"), f"matches nothing: {why}"))
+    return found
+
+
 def _policy_warnings(spec: Spec) -> list[tuple[KeyPath, str]]:
     """Rules that can never match: almost always a typo in the source part of the glob."""
     found: list[tuple[KeyPath, str]] = []
