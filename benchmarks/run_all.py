@@ -22,6 +22,7 @@ MODULES = [
     "benchmarks.bench_mcp",
     "benchmarks.bench_openapi",
     "benchmarks.bench_yaml_load",
+    "benchmarks.bench_http_replies",
     "benchmarks.bench_cli",
     "benchmarks.bench_operations",
 ]
