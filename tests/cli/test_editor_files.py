@@ -8,13 +8,16 @@ on the project's own tsconfig.json, which an editor finds beside the script).
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from codemodekit.cli import main
-from tests.conftest import node_tool
+from tests.conftest import NODE_MODULES, node_tool
+
+HERE = Path(__file__).parent
 
 
 def tsc(project: Path, *args: str) -> tuple[int, list[str]]:
@@ -137,3 +140,26 @@ def test_the_scripts_folder_is_an_input_of_the_pure_generator() -> None:
     elsewhere = generate(catalog, name="t", scripts="../../jobs")
     assert {p for p in default if default[p] != elsewhere[p]} == {TSCONFIG_FILE}
     assert json.loads(elsewhere[TSCONFIG_FILE])["include"] == ["../../jobs/**/*.ts"]
+
+
+def test_the_editors_language_server_shows_only_the_real_error(project: Path) -> None:
+    # tsserver is what VS Code runs: it finds the project's tsconfig.json from the script's
+    # folder upward, as the editor does when the script is opened.
+    node = shutil.which("node")
+    assert node is not None
+    bad = wrong_argument(project)
+    hello = project / "hello.ts"
+    script = HERE / "tsserver_diagnostics.cjs"
+    done = subprocess.run(
+        [node, str(script), str(NODE_MODULES / "typescript"), str(hello), str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=300,  # a hang guard only
+        check=True,
+    )
+    answer = json.loads(done.stdout)
+    assert answer["config"] == str(project / "tsconfig.json")
+    assert answer["diagnostics"] == {
+        str(hello): [],
+        str(bad): ["bad.ts(4,50): TS2322 Type 'number' is not assignable to type 'string'."],
+    }
