@@ -30,6 +30,10 @@ OBJ = {"type": "object"}
 SOURCE_LIMIT = 128 * 1024
 
 
+async def _anoop(_args: dict[str, Any]) -> None:
+    return None
+
+
 async def _sleep50(_args: dict[str, Any]) -> int:
     await asyncio.sleep(0.05)
     return 1
@@ -48,6 +52,7 @@ def _tools() -> Any:
         "b",
         {
             "noop": define_tool(description="no-op", input_schema=OBJ, execute=lambda a: None),
+            "anoop": define_tool(description="async no-op", input_schema=OBJ, execute=_anoop),
             "wait": define_tool(description="50 ms", input_schema=OBJ, execute=_sleep50),
             "burn": define_tool(description="burn host CPU", input_schema=OBJ, execute=_burn),
         },
@@ -80,8 +85,8 @@ def _sandbox(mode: str) -> Any:
     return ProcessSandbox(RuntimeOptions(), shared=False)  # the defaults
 
 
-async def _per_call_us(cm: CodeMode, calls: int) -> float:
-    code = f"for (let i = 0; i < {calls}; i++) {{ await tools.b.noop({{}}); }}\nreturn 1;"
+async def _per_call_us(cm: CodeMode, calls: int, tool: str = "noop") -> float:
+    code = f"for (let i = 0; i < {calls}; i++) {{ await tools.b.{tool}({{}}); }}\nreturn 1;"
     base = await amedian_ms(lambda: cm.run("return 1;"), repeat=30, warmup=5)
     full = await amedian_ms(lambda: cm.run(code), repeat=15, warmup=3)
     return (full - base) / calls * 1000
@@ -225,6 +230,8 @@ async def main_async() -> None:
                 "us",
                 "target <= 50 us",
             )
+            per_async = await _per_call_us(cm, 200, "anoop")
+            row(f"[{name}] per sequential no-op tool call (async tool)", per_async, "us")
             cached = await amedian_ms(lambda: cm.run(script_cached), repeat=50, warmup=5)
             row(
                 f"[{name}] 200-line script, one tool call (same script)",

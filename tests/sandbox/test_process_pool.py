@@ -240,6 +240,37 @@ async def test_an_idle_worker_that_died_is_replaced_before_a_run_uses_it() -> No
         box.close()
 
 
+async def test_a_worker_killed_before_it_takes_a_run_hands_the_run_to_another() -> None:
+    """The residual race of the idle check: a worker killed from outside whose socket has
+    not closed yet when a run is handed to it. A stopped worker makes the window as wide as
+    the test needs: it is handed out (its socket is open), then killed before it read the
+    start request. One run slot: the stopped worker is the only one a run can get."""
+    box = ProcessSandbox(RuntimeOptions(max_runs=1, warm_workers=1), shared=False)
+    try:
+        gate, started = asyncio.Event(), asyncio.Event()
+        async with _code_mode(box, _tools(gate, started)) as cm:
+            await _until(lambda: cm.runtime_stats().workers == 1)
+            probe = asyncio.ensure_future(cm.run("await tools.app.wait({}); return 1;"))
+            await started.wait()
+            (pid,) = box.busy_pids()
+            gate.set()
+            assert (await probe).ok
+            await _until(lambda: cm.runtime_stats().busy_workers == 0)
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                run = asyncio.ensure_future(cm.run("console.log('ran once'); return 'fine';"))
+                await _until(lambda: pid in box.busy_pids())
+            finally:
+                os.kill(pid, signal.SIGKILL)
+            result = await run
+        assert result.ok, result.diagnostic
+        assert result.value == "fine"
+        assert [e.message for e in result.logs] == ["ran once"]
+        assert pid not in box.busy_pids()
+    finally:
+        box.close()
+
+
 async def test_a_dead_zygote_takes_no_run_with_it_and_comes_back(sandbox: ProcessSandbox) -> None:
     gate, started = asyncio.Event(), asyncio.Event()
     async with _code_mode(sandbox, _tools(gate, started)) as cm:

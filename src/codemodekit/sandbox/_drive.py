@@ -10,11 +10,14 @@ its ``Step``; model-controlled data in a step is still JSON text and is decoded 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import json
 import logging
 import re
-from collections.abc import Callable
+import sys
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any, Protocol
 
 from codemodekit.errors import Diagnostic, ErrorCode, bounded_details, new_correlation_id
@@ -99,19 +102,25 @@ async def drive(
         while not step.done:
             if stream is not None and step.stream:
                 stream.deliver(step.stream)
-            for call in decode_calls(step.call_lines):
+            calls = decode_calls(step.call_lines)
+            if len(calls) == 1 and not tasks and calls[0].problem is None:
+                # The sequential case: the one call in flight is awaited right here.
+                step = await channel.settle(await _awaited_here(host, calls[0], rejected))
+                continue
+            for call in calls:
                 task: asyncio.Future[Any]
                 try:
                     if call.problem is not None:
                         raise _undecodable(call)
-                    task = asyncio.ensure_future(
-                        host.call_tool(call.source, call.tool, call.arguments)
-                    )
+                    task = _start(loop, host.call_tool(call.source, call.tool, call.arguments))
                 except Exception as exc:  # a host that fails before awaiting
                     task = loop.create_future()
                     task.set_exception(exc)
                 tasks[task] = call
-                task.add_done_callback(on_done)
+                if task.done():
+                    finished.append(task)  # answered at once: settled in the next slice
+                else:
+                    task.add_done_callback(on_done)
             if not tasks:
                 diagnostic = Diagnostic(ErrorCode.UNCAUGHT_EXCEPTION, NEVER_SETTLES)
                 step = await channel.abandon(diagnostic)
@@ -119,7 +128,7 @@ async def drive(
             if not finished:
                 waker[:] = [loop.create_future()]
                 await waker[0]
-            parts = [_settlement(done, tasks.pop(done), rejected) for done in finished]
+            parts = [_task_settlement(done, tasks.pop(done), rejected) for done in finished]
             finished.clear()
             step = await channel.settle("\n".join(parts))
     except BaseException:
@@ -135,6 +144,16 @@ async def drive(
         stream.deliver(step.stream)
     step.compile_ms = compile_ms
     return _outcome(decode_value(step), rejected)
+
+
+def _start(loop: asyncio.AbstractEventLoop, call: Awaitable[Any]) -> asyncio.Future[Any]:
+    """Start a tool call. From Python 3.12 it runs up to its first suspension at once (an
+    eager task): a call that answers without waiting (a policy decision and an in-process
+    tool) then costs no turn of the event loop. Earlier versions have no safe way to run a
+    coroutine eagerly (``asyncio.timeout`` inside it would bind to the caller's task)."""
+    if sys.version_info >= (3, 12) and isinstance(call, types.CoroutineType):
+        return asyncio.Task(call, loop=loop, eager_start=True)
+    return asyncio.ensure_future(call)
 
 
 def _undecodable(call: ToolCall) -> ToolCallRejected:
@@ -157,18 +176,81 @@ def _consume(task: asyncio.Future[Any]) -> None:
         task.exception()
 
 
-def _settlement(task: asyncio.Future[Any], call: ToolCall, rejected: dict[int, Diagnostic]) -> str:
-    """One ``[id, 1, value]`` / ``[id, 0, error]`` line of a settle batch, as JSON text."""
+async def _awaited_here(host: SandboxHost, call: ToolCall, rejected: dict[int, Diagnostic]) -> str:
+    """Perform ``call`` in this task (no task of its own, no turn of the event loop when it
+    answers at once) but in a context of its own, as a task would; its settle line."""
+    try:
+        work = host.call_tool(call.source, call.tool, call.arguments)
+        if isinstance(work, types.CoroutineType):
+            value = await _in_context(contextvars.copy_context(), work)
+        else:
+            value = await work
+    except asyncio.CancelledError as exc:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise  # the run itself is being stopped
+        return _settlement(call, rejected, error=exc)
+    except Exception as exc:
+        return _settlement(call, rejected, error=exc)
+    return _settlement(call, rejected, value=value)
+
+
+@types.coroutine
+def _in_context(
+    context: contextvars.Context, work: Coroutine[Any, Any, Any]
+) -> Generator[Any, Any, Any]:
+    """Await ``work`` with each of its steps run in ``context``: what it awaits is handed up
+    to this task, and what this task receives (cancellation included) is passed down."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            if error is None:
+                awaited = context.run(work.send, value)
+            else:
+                awaited = context.run(work.throw, error)
+        except StopIteration as stop:
+            return stop.value
+        value, error = None, None
+        try:
+            value = yield awaited
+        except GeneratorExit:
+            work.close()
+            raise
+        except BaseException as exc:
+            error = exc
+
+
+def _task_settlement(
+    task: asyncio.Future[Any], call: ToolCall, rejected: dict[int, Diagnostic]
+) -> str:
     try:
         value = task.result()
-    except ToolCallRejected as rejection:
-        diagnostic = rejection.diagnostic
-    except asyncio.CancelledError:
+    except (Exception, asyncio.CancelledError) as exc:
+        return _settlement(call, rejected, error=exc)
+    return _settlement(call, rejected, value=value)
+
+
+def _settlement(
+    call: ToolCall,
+    rejected: dict[int, Diagnostic],
+    *,
+    value: Any = None,
+    error: BaseException | None = None,
+) -> str:
+    """One ``[id, 1, value]`` / ``[id, 0, error]`` line of a settle batch, as JSON text."""
+    if isinstance(error, ToolCallRejected):
+        diagnostic = error.diagnostic
+    elif isinstance(error, asyncio.CancelledError):
         diagnostic = Diagnostic(ErrorCode.TOOL_INTERNAL_ERROR, "the tool call was cancelled")
-    except Exception:
+    elif error is not None:
         correlation_id = new_correlation_id()
-        log.exception(
-            "tool call %s.%s raised (correlation %s)", call.source, call.tool, correlation_id
+        log.error(
+            "tool call %s.%s raised (correlation %s)",
+            call.source,
+            call.tool,
+            correlation_id,
+            exc_info=error,
         )
         diagnostic = Diagnostic(
             ErrorCode.TOOL_INTERNAL_ERROR,

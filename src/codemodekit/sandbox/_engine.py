@@ -62,6 +62,9 @@ def prelude_source(name: str = "prelude") -> str:
     return resources.files("codemodekit.sandbox").joinpath(f"{name}.js").read_text("utf-8")
 
 
+STARTED = '{"k":"started"}'
+"""The port's answer to ``start`` when the program is running (see ``prelude.js``)."""
+
 JS_INT_MAX = 2**31 - 1
 
 
@@ -308,39 +311,48 @@ class Engine:
             raise EngineFault(self._internal("the sandbox port returned a non-string"))
         return result
 
-    def _pump(self) -> None:
-        # All pending jobs in one entry: a settled tool call resolves a chain of promise
-        # jobs, and each entry costs the time limit, the watchdog and the accounting. The
-        # watchdog's deadline still covers the whole loop.
-        execute = self._ctx.execute_pending_job
+    def _run_slice(self, command: str | None, argument: Any, expected: str) -> tuple[Any, Any]:
+        """One slice in one entry: ``command`` (unless ``None``), every pending job, then
+        ``drain``. Each entry costs the time limit, the watchdog and the accounting, and a
+        settled tool call resolves a chain of promise jobs; the watchdog's deadline still
+        covers the whole slice. Returns ``(answer, drained)``; ``drained`` is ``None`` when
+        ``command`` did not answer ``expected``."""
+        port, execute = self._port, self._ctx.execute_pending_job
 
-        def run_jobs() -> None:
+        def run_slice() -> tuple[Any, Any]:
+            if command is not None:
+                answer = port(command, argument)
+                if answer != expected:
+                    return answer, None
             while execute():
                 pass
+            return expected, port("drain", MAX_CALLS_PER_SLICE)
 
-        self._enter(run_jobs)
+        result: tuple[Any, Any] = self._enter(run_slice)
+        return result
 
     # -- slices ---------------------------------------------------------------------------
     def start(self, program: CompiledProgram) -> Step:
         self._program = program
         javascript = program.javascript
         try:
-            started = _loads(self._call("start", javascript))
-            if started.get("k") == "syntax":
-                return self._finish_with(self._syntax_error(started))
-            if started.get("k") != "started":
+            answer, drained = self._run_slice("start", javascript, STARTED)
+            if drained is None:
+                started = _loads(answer) if isinstance(answer, str) else None
+                if isinstance(started, dict) and started.get("k") == "syntax":
+                    return self._finish_with(self._syntax_error(started))
                 raise EngineFault(self._internal("the program could not be started"))
-            return self._advance()
+            return self._advance(drained)
         except EngineFault as fault:
             return self._finish_with(fault.diagnostic)
 
     def settle(self, batch_json: str) -> Step:
         try:
-            answer = self._call("settle", batch_json)
-            if answer != "":
+            answer, drained = self._run_slice("settle", batch_json, "")
+            if drained is None:
                 # The port failed while parsing or settling (a result too big for the heap).
                 raise EngineFault(self._port_fault(answer, "settle"))
-            return self._advance()
+            return self._advance(drained)
         except EngineFault as fault:
             return self._finish_with(fault.diagnostic)
 
@@ -348,9 +360,10 @@ class Engine:
         """End the run from the host side (a promise that can never settle)."""
         return self._finish_with(diagnostic)
 
-    def _advance(self) -> Step:
-        self._pump()
-        head, *lines = self._call("drain", MAX_CALLS_PER_SLICE).split("\n")
+    def _advance(self, drained: Any) -> Step:
+        if not isinstance(drained, str):
+            raise EngineFault(self._internal("the sandbox port returned a non-string"))
+        head, *lines = drained.split("\n")
         packet = _loads(head)
         if not isinstance(packet, dict) or "s" not in packet:
             raise EngineFault(self._port_fault(packet, "drain"))

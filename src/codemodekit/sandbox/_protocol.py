@@ -3,7 +3,8 @@
 A frame is a 4-byte big-endian length, one kind byte, then the payload. Host to worker:
 ``S`` start a run (JSON: limits and the TypeScript source or a compiled program), ``T``
 settle calls (the batch text), ``A`` abandon (JSON diagnostic), ``X`` drop the current run,
-``Q`` quit. Worker to host: ``H`` hello (JSON: pid, CPU seconds), ``P`` a step.
+``Q`` quit. Worker to host: ``H`` hello (JSON: pid, CPU seconds), ``K`` (empty) as soon as
+it has read a start request, ``P`` a step.
 
 A step is ``header`` (JSON, one line), the returned value's JSON text (or an empty line),
 then one queued call per line. JSON text never contains a raw line break, so the model's
@@ -35,18 +36,21 @@ def frame(kind: bytes, payload: bytes) -> bytes:
 
 
 def encode_step(step: Step, cpu_s: float, rss: int = 0) -> bytes:
-    header = {
-        "r": rss,
-        "d": step.done,
-        "o": step.ok,
-        "t": step.tool_call_id,
-        "m": step.compute_ms,
-        "k": step.compile_ms,
-        "u": cpu_s,
-        "g": step.diagnostic.to_json() if step.diagnostic is not None else None,
-        "l": [[entry.level, entry.message] for entry in step.logs],
-        "w": list(step.warnings),
-    }
+    # A step that only queues calls (most of them) says no more than it must.
+    header: dict[str, Any] = {"u": cpu_s}
+    if step.done:
+        header.update(
+            r=rss,
+            d=True,
+            o=step.ok,
+            t=step.tool_call_id,
+            m=step.compute_ms,
+            g=step.diagnostic.to_json() if step.diagnostic is not None else None,
+            l=[[entry.level, entry.message] for entry in step.logs],
+            w=list(step.warnings),
+        )
+    if step.compile_ms:
+        header["k"] = step.compile_ms
     if step.stream:
         header["s"] = [[entry.level, entry.message] for entry in step.stream]
     lines = [json.dumps(header), step.value_json or "", *step.call_lines]
@@ -62,18 +66,18 @@ def decode_step(payload: bytes) -> tuple[Step, float, int]:
         header = json.loads(head)
         step = Step(
             call_lines=calls,
-            done=bool(header["d"]),
-            ok=bool(header["o"]),
+            done=bool(header.get("d", False)),
+            ok=bool(header.get("o", False)),
             value_json=value or None,
             tool_call_id=_optional_int(header.get("t")),
-            compute_ms=float(header["m"]),
-            compile_ms=float(header["k"]),
+            compute_ms=float(header.get("m", 0.0)),
+            compile_ms=float(header.get("k", 0.0)),
             diagnostic=decode_diagnostic(header["g"]) if header.get("g") is not None else None,
-            logs=tuple(_log(item) for item in header["l"]),
+            logs=tuple(_log(item) for item in header.get("l") or ()),
             stream=tuple(_log(item) for item in header.get("s") or ()),
             warnings=_warnings(header.get("w") or ()),
         )
-        return step, float(header["u"]), int(header["r"])
+        return step, float(header["u"]), int(header.get("r", 0))
     except (ValueError, KeyError, TypeError, RecursionError) as exc:
         raise ProtocolFault(f"malformed step: {exc!r:.200}") from None
 

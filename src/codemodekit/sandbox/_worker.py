@@ -133,6 +133,9 @@ class _Worker:
                 if self._prepared is None:
                     self._prepared = prepare_context(prelude_source())
                 continue
+            if kind == b"S":
+                # Taken: from now on a death of this process is its run's (see process.py).
+                self._send(b"K", b"")
             try:
                 step = self._handle(kind, payload)
             except Exception:

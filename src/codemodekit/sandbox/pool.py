@@ -308,7 +308,9 @@ class WorkerPool:
                 worker.retire()
             else:
                 worker = None
-        self._refill_wanted.set()
+            low = len(self._idle) + self._spawning < self.options.warm
+        if low:
+            self._refill_wanted.set()  # a thread wake-up per run otherwise
         if worker is None:
             spawning = asyncio.get_running_loop().run_in_executor(None, self._spawn)
             try:
@@ -385,6 +387,16 @@ class WorkerPool:
                 self._release_locked(need)
             raise
 
+    async def replace(self, worker: Worker) -> Worker:
+        """Another worker for a run whose worker died before it took the run (killed while
+        idle: its socket had not closed yet when it was handed out); the run keeps its
+        admission."""
+        with self._lock:
+            self._busy.discard(worker)
+            self._restarts += 1
+        worker.kill()
+        return await self._take_worker()
+
     def release(self, worker: Worker, memory_bytes: int, *, reusable: bool) -> None:
         """End a lease. A reusable worker goes back to the idle set (or retires when it has
         served enough); any other was killed and is replaced in the background."""
@@ -405,7 +417,9 @@ class WorkerPool:
             else:
                 self._park(worker)
             self._release_locked(need)
-        self._refill_wanted.set()
+            low = len(self._idle) + self._spawning < self.options.warm
+        if low:
+            self._refill_wanted.set()
 
     def _release_locked(self, need: int) -> None:
         self._in_flight -= 1

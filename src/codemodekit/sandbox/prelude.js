@@ -69,6 +69,7 @@
   api.Promise = NativePromise;
   api.promiseReject = Promise.reject;
   api.Error = NativeError;
+  api.TypeError = TypeError;
   api.InternalError = NativeInternalError;
   api.errorToString = errorToString;
   api.String = String;

@@ -54,16 +54,20 @@
   const accessor = (s) => (isIdentifier(s) ? "." + s : "[" + stringify(s) + "]");
 
   // The stack at the user's call site: a fresh Error's stack minus the prelude's frames.
-  const callSite = api.named("codemode$site", () => {
-    let rest = new api.Error().stack;
-    if (typeof rest !== "string") return "";
+  // Every read and call captures the raw stack; it is cut down to the user's frames only
+  // for a call that fails (most never need it).
+  const rawStack = api.named("codemode$site", () => {
+    const stack = new api.Error().stack;
+    return typeof stack === "string" ? stack : "";
+  });
+  const userFrames = (rest) => {
     for (;;) {
       const nl = apply(indexOf, rest, ["\n"]);
       if (nl < 0 || apply(indexOf, apply(slice, rest, [0, nl]), ["codemode$"]) < 0) break;
       rest = apply(slice, rest, [nl + 1]);
     }
     return rest;
-  });
+  };
 
   // Where the failing call is: QuickJS attributes a call to the position of the last
   // sub-expression it evaluated (an argument such as `before.c`), but a member read is
@@ -119,22 +123,28 @@
     }
     return false;
   };
-  const seenSites = api.record(); // reference -> the site of its latest read
+  const seenSites = api.record(); // reference -> the raw stack of its latest read
   const seen = api.named("codemode$seen", (ns, path) => {
-    seenSites[ns.length + ":" + ns + "/" + path] = callSite();
+    seenSites[ns.length + ":" + ns + "/" + path] = rawStack();
   });
+  // A call's site, unresolved: [the call's raw stack, the raw stack of the reference's read].
   const siteOf = api.named("codemode$siteOf", (ns, path) => {
-    const site = callSite();
     const id = ns.length + ":" + ns + "/" + path;
     const read = seenSites[id];
-    if (read === undefined) return site;
-    delete seenSites[id];
+    if (read !== undefined) delete seenSites[id];
+    return api.setPrototypeOf([rawStack(), read], null);
+  });
+  const siteText = (raw) => {
+    const site = userFrames(raw[0]);
+    if (raw[1] === undefined) return site;
+    const read = userFrames(raw[1]);
     const a = frameOf(site);
     const b = frameOf(read);
     return a[0] === b[0] && a[1] === b[1] && isCallee(read) ? read : site;
-  });
+  };
 
-  const toolError = (info, site, id) => {
+  const toolError = (info, rawSite, id) => {
+    const site = siteText(rawSite);
     const err = new ToolCallError(
       info.message, info.code, info.tool, info.source, info.upstreamCode, info.details,
     );
@@ -183,47 +193,63 @@
   let readHint = ""; // the latest property read on a promise, for the failure's message
   const promiseThen = api.promiseThen;
   const promiseFinally = api.promiseFinally;
+  // One handler and one set of methods for every call's proxy (a call only adds its watch
+  // record): the methods find the record through the proxy they are called on, the handler
+  // through the promise it wraps, like the native methods work on any promise.
+  const watchOf = new api.WeakMap(); // promise -> its watch record
+  const receiver = (proxy, method) => {
+    const w = apply(api.weakMapGet, watched, [proxy]);
+    if (w === undefined) {
+      throw new api.TypeError("Promise.prototype." + method + " called on an incompatible receiver");
+    }
+    w.observed = true;
+    return w.promise;
+  };
+  const methods = api.record();
+  methods.then = api.named("then", function (onFulfilled, onRejected) {
+    return apply(promiseThen, receiver(this, "then"), [onFulfilled, onRejected]);
+  });
+  methods.catch = api.named("catch", function (onRejected) {
+    return apply(promiseThen, receiver(this, "catch"), [undefined, onRejected]);
+  });
+  methods.finally = api.named("finally", function (onFinally) {
+    return apply(promiseFinally, receiver(this, "finally"), [onFinally]);
+  });
+  methods.constructor = api.Promise;
+  methods.toString = api.objectToString;
+  methods.toLocaleString = api.objectToString;
+  methods.valueOf = api.objectValueOf;
+  api.freeze(methods);
+  const handler = api.record();
+  handler.get = api.named("codemode$promiseGet", (target, key) => {
+    if (typeof key !== "string") return key === api.toStringTag ? "Promise" : undefined;
+    const w = apply(api.weakMapGet, watchOf, [target]);
+    const method = methods[key];
+    if (method !== undefined) {
+      if (key === "then" || key === "catch" || key === "finally") w.observed = true;
+      return method;
+    }
+    if (key === "toJSON") return undefined;
+    readHint =
+      "`." + key + "` was read from the promise of " + w.address + ", not from its result";
+    hint(readHint + ": did you forget `await`?");
+    return undefined;
+  });
+  handler.set = handler.defineProperty = handler.deleteProperty = api.named(
+    "codemode$refuse",
+    () => false,
+  );
+  api.freeze(handler);
   const watch = (promise, address) => {
     const w = api.record();
     w.address = address;
     w.observed = false;
     w.failed = "";
     w.settled = false;
-    const methods = api.record();
-    methods.then = api.named("then", function (onFulfilled, onRejected) {
-      w.observed = true;
-      return apply(promiseThen, promise, [onFulfilled, onRejected]);
-    });
-    methods.catch = api.named("catch", function (onRejected) {
-      w.observed = true;
-      return apply(promiseThen, promise, [undefined, onRejected]);
-    });
-    methods.finally = api.named("finally", function (onFinally) {
-      w.observed = true;
-      return apply(promiseFinally, promise, [onFinally]);
-    });
-    methods.constructor = api.Promise;
-    methods.toString = api.objectToString;
-    methods.toLocaleString = api.objectToString;
-    methods.valueOf = api.objectValueOf;
-    const handler = api.record();
-    handler.get = api.named("codemode$promiseGet", (_target, key) => {
-      if (typeof key !== "string") return key === api.toStringTag ? "Promise" : undefined;
-      const method = methods[key];
-      if (method !== undefined) {
-        if (key === "then" || key === "catch" || key === "finally") w.observed = true;
-        return method;
-      }
-      if (key === "toJSON") return undefined;
-      readHint =
-        "`." + key + "` was read from the promise of " + address + ", not from its result";
-      hint(readHint + ": did you forget `await`?");
-      return undefined;
-    });
-    const refuse = api.named("codemode$refuse", () => false);
-    handler.set = handler.defineProperty = handler.deleteProperty = refuse;
+    w.promise = promise;
     const proxy = new api.Proxy(promise, handler);
     apply(api.weakMapSet, watched, [proxy, w]);
+    apply(api.weakMapSet, watchOf, [promise, w]);
     return [proxy, w];
   };
   api.isToolPromise = (v) => apply(api.weakMapGet, watched, [v]) !== undefined;

@@ -62,6 +62,14 @@ class _WorkerLost(Exception):
         self.diagnostic = diagnostic
 
 
+class _NeverTaken(Exception):
+    """The worker died before it read the start request: the run may go to another."""
+
+
+START_ATTEMPTS = 3
+"""Workers a run's start request is offered to when each dies before taking it."""
+
+
 class ProcessSandbox:
     """The ``CodeSandbox`` over the shared pool of sandbox worker processes."""
 
@@ -119,12 +127,13 @@ class ProcessSandbox:
             request["stream"] = True
         channel: _ProcessChannel | None = None
         try:
-            channel = _ProcessChannel(worker, json.dumps(request).encode(), limits)
+            channel = _ProcessChannel(self._pool, worker, json.dumps(request).encode(), limits)
             outcome = await drive(channel, host, limits)
         finally:
             reusable = channel is not None and channel.reusable
             if channel is not None:
                 channel.detach()
+                worker = channel.worker
             self._pool.release(worker, limits.memory_bytes, reusable=reusable)
         return dataclasses.replace(outcome, queue_ms=queue_ms)
 
@@ -143,7 +152,10 @@ def _lost(why: str, *, worker: Worker) -> Diagnostic:
 class _ProcessChannel:
     """One run's requests to its worker; the worker's socket is watched by this loop."""
 
-    def __init__(self, worker: Worker, start_request: bytes, limits: Limits) -> None:
+    def __init__(
+        self, pool: WorkerPool, worker: Worker, start_request: bytes, limits: Limits
+    ) -> None:
+        self._pool = pool
         self._worker = worker
         self._start_request = start_request
         self._limits = limits
@@ -157,12 +169,36 @@ class _ProcessChannel:
         self.reusable = True
         self._in_slice = False
         """A request was sent and its reply has not arrived: the worker is running JS."""
+        self._taken = False
+        """The worker acknowledged the start request (``K``): it owns the run now."""
         self._fd = worker.sock.fileno()
         self._loop.add_reader(self._fd, self._on_readable)
 
+    @property
+    def worker(self) -> Worker:
+        return self._worker
+
     # -- requests ---------------------------------------------------------------------------
     async def start(self) -> Step:
-        return await self._request(b"S", self._start_request, COMPILE_ALLOWANCE_S)
+        for _ in range(START_ATTEMPTS - 1):
+            try:
+                return await self._request(b"S", self._start_request, COMPILE_ALLOWANCE_S)
+            except _NeverTaken:
+                # Killed while idle, after its last check: no part of the run happened there.
+                log.info("sandbox worker %s died before taking a run", self._worker.pid)
+                self.detach()
+                self._worker = await self._pool.replace(self._worker)
+                self._buffer.clear()
+                self.reusable = True
+                self._fd = self._worker.sock.fileno()
+                self._loop.add_reader(self._fd, self._on_readable)
+        try:
+            return await self._request(b"S", self._start_request, COMPILE_ALLOWANCE_S)
+        except _NeverTaken:
+            self.reusable = False
+            return self._end(
+                _lost("sandbox workers died before taking the run", worker=self._worker)
+            )
 
     async def settle(self, batch: str) -> Step:
         return await self._request(b"T", batch.encode("utf-8", "surrogatepass"))
@@ -174,6 +210,8 @@ class _ProcessChannel:
         worker = self._worker
         try:
             if worker.dead:
+                if not self._taken:
+                    raise _NeverTaken
                 raise _WorkerLost(
                     _lost("the worker died while the run awaited tools", worker=worker)
                 )
@@ -186,18 +224,25 @@ class _ProcessChannel:
                 if sent < len(data):
                     await self._loop.sock_sendall(worker.sock, data[sent:])
             except OSError:
+                if not self._taken:
+                    raise _NeverTaken from None
                 raise _WorkerLost(_lost("the worker's socket closed", worker=worker)) from None
             budget_s = self._limits.compute_time_ms / 1000
             self._base_s = worker.cpu_s
             self._allowed_s = max(budget_s - self._used_s, 0.0) + allowance_s + KILL_GRACE_S
-            self._timer = self._loop.call_later(self._allowed_s, self._check_cpu)
+            # One timer serves the run's requests while it fires early enough (the budget left
+            # shrinks no faster than the clock moves, so it mostly does); when it fires it
+            # checks the request pending then and re-arms.
+            deadline = self._loop.time() + self._allowed_s
+            timer = self._timer
+            if timer is None or timer.when() > deadline:
+                if timer is not None:
+                    timer.cancel()
+                self._timer = self._loop.call_at(deadline, self._check_cpu)
             try:
                 reply = await future
             finally:
                 self._pending = None
-                if self._timer is not None:
-                    self._timer.cancel()
-                    self._timer = None
             step, cpu_s, rss = decode_step(reply)
         except ProtocolFault as fault:
             self._fail_worker()
@@ -220,7 +265,7 @@ class _ProcessChannel:
         self._timer = None
         worker, pending = self._worker, self._pending
         if pending is None or pending.done() or worker.dead:
-            return
+            return  # the next request arms a new timer
         cpu = process_cpu_s(worker.pid)
         used = self._allowed_s if cpu is None else cpu - self._base_s
         if used < self._allowed_s:
@@ -255,7 +300,10 @@ class _ProcessChannel:
                 return
             kind, payload = bytes(buffer[4:5]), bytes(buffer[5 : 4 + size])
             del buffer[: 4 + size]
-            if kind != b"P" or not self._in_slice:
+            if kind == b"K" and self._in_slice and not self._taken:
+                self._taken = True
+                continue
+            if kind != b"P" or not self._in_slice or not self._taken:
                 self._protocol_fault(f"unexpected frame {kind!r}")
                 return
             self._in_slice = False
@@ -273,6 +321,9 @@ class _ProcessChannel:
         self.reusable = False
         pending = self._pending
         if pending is not None and not pending.done() and not killed:
+            if not self._taken:
+                pending.set_exception(_NeverTaken())
+                return
             pending.set_exception(_WorkerLost(_lost("the worker process exited", worker=worker)))
 
     def _protocol_fault(self, why: str) -> None:
@@ -288,6 +339,9 @@ class _ProcessChannel:
 
     def detach(self) -> None:
         """Stop watching the worker's socket (always before it is closed)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if self._fd >= 0:
             self._loop.remove_reader(self._fd)
             self._fd = -1

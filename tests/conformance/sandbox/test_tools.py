@@ -175,3 +175,37 @@ async def test_proxies_and_reflect_as_callers_and_arguments(sandbox: CodeSandbox
     outcome = await run(sandbox, code, host)
     assert outcome.value == [{"r": 1}, {"c": 1}, {"a": "from-proxy"}, {"w": 1}]
     assert [args for _, _, args in host.calls] == outcome.value
+
+
+async def test_a_calls_promise_behaves_like_a_promise(sandbox: CodeSandbox) -> None:
+    """Every way to consume a call's promise; its methods need that promise as receiver,
+    like the native ones."""
+    code = """
+    const p = tools.t.echo({ v: 1 });
+    const a = await p;
+    const b = await p.then((r) => r.structuredContent.v + 1);
+    const c = await tools.t.fail({ why: 'x' }).catch((e) => e.code);
+    let f = 0;
+    await tools.t.echo({}).finally(() => { f = 1; });
+    const all = await Promise.all([tools.t.echo({ v: 2 }), tools.t.echo({ v: 3 })]);
+    const then = p.then;
+    let detached = '';
+    try { then.call({}, () => 0); } catch (e) { detached = e.name; }
+    let other = '';
+    try { then.call(tools.t.echo({ v: 4 }), () => 0); } catch (e) { other = e.name; }
+    return [a.structuredContent.v, b, c, f, all.map((r) => r.structuredContent.v),
+            detached, other, Object.prototype.toString.call(p), p.then === tools.t.echo({}).then];
+    """
+    outcome = await run(sandbox, code)
+    assert outcome.ok, outcome.diagnostic
+    assert outcome.value == [
+        1,
+        2,
+        "TOOL_ERROR",
+        1,
+        [2, 3],
+        "TypeError",
+        "",
+        "[object Promise]",
+        True,
+    ]
