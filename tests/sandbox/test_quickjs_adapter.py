@@ -232,7 +232,7 @@ async def test_prepared_contexts_are_used_once_and_can_be_dropped(
     assert len(contexts.created) >= 6  # one per run, plus what is prepared
     sandbox.close()
     await asyncio.sleep(0.01)
-    for _ in range(50):  # a refill may still be finishing on a worker
+    for _ in range(2000):  # a refill may still be finishing on a worker (a hang guard: 20 s)
         if contexts.alive() == 0:
             break
         await asyncio.sleep(0.01)

@@ -12,8 +12,6 @@ import json
 import logging
 import re
 from dataclasses import dataclass, field
-from functools import cache
-from importlib import resources
 from typing import Any
 
 import quickjs
@@ -22,6 +20,7 @@ from codemodekit.compiler_location import user_location
 from codemodekit.errors import Diagnostic, ErrorCode, Location, new_correlation_id
 from codemodekit.limits import Limits
 from codemodekit.nesting import NESTING_HINT
+from codemodekit.sandbox._warm import prelude_source as prelude_source
 from codemodekit.sandbox._warm import prepare_context
 from codemodekit.sandbox._watchdog import WATCHDOG, Slice, Watchdog
 from codemodekit.sandbox.base import CompiledProgram, LogEntry
@@ -54,12 +53,6 @@ HINT = "hint"
 MAX_HINTS = 8
 MAX_HINT_CHARS = 500
 """Entries of this level are the run's warnings (prelude hints), not console output."""
-
-
-@cache
-def prelude_source(name: str = "prelude") -> str:
-    """``prelude.js`` (the core) or one of its lazily compiled modules."""
-    return resources.files("codemodekit.sandbox").joinpath(f"{name}.js").read_text("utf-8")
 
 
 STARTED = '{"k":"started"}'
@@ -232,14 +225,7 @@ class Engine:
                     "stream": stream_logs,
                 }
             )
-            self._enter(
-                self._port,
-                "init",
-                settings,
-                prelude_source("prelude_console"),
-                prelude_source("prelude_calls"),
-                prelude_source("prelude_failure"),
-            )
+            self._enter(self._port, "init", settings)
         except BaseException:
             self.close()
             raise

@@ -12,6 +12,8 @@ import asyncio
 import threading
 from collections import deque
 from collections.abc import Callable
+from functools import cache
+from importlib import resources
 from typing import Any
 
 import quickjs
@@ -24,11 +26,24 @@ IDLE_DELAY_S = 0.002
 """Quiet time after a run before refilling: back-to-back runs never compete with a refill."""
 
 
+MODULES = ("prelude_console", "prelude_calls", "prelude_failure")
+"""The prelude's lazily compiled modules."""
+
+
+@cache
+def prelude_source(name: str = "prelude") -> str:
+    """``prelude.js`` (the core) or one of its lazily compiled modules."""
+    return resources.files("codemodekit.sandbox").joinpath(f"{name}.js").read_text("utf-8")
+
+
 def prepare_context(prelude: str) -> tuple[Any, Any]:
-    """A new context and its port: the prelude evaluated, no limit applied yet."""
+    """A new context and its port: the prelude evaluated and its modules' sources handed
+    over, no limit applied yet."""
     ctx = quickjs.Context()
     ctx.set_time_limit(PREPARE_BUDGET_S)
     port = ctx.eval(prelude)
+    if port("modules", *(prelude_source(name) for name in MODULES)) != "":
+        raise RuntimeError("the sandbox prelude did not take its modules")
     return ctx, port
 
 
