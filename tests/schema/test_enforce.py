@@ -378,3 +378,30 @@ def test_generated_catalogs_quarantine_what_compiling_would(schemas: list[dict[s
         except SchemaUnsupported as exc:
             expected = exc.reason
         assert tool.quarantine == (None if expected is None else "output schema: " + expected)
+
+
+# Any JSON document, with the keys the proof reads placed anywhere (keys and data alike).
+JSON_KEYS = st.sampled_from(
+    ["pattern", "$ref", "patternProperties", "properties", "items", "type", "$defs", 'a"$ref', "\\"]
+)
+ANY_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.sampled_from(PATTERNS + POINTERS + ["object"]),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(JSON_KEYS | st.text(max_size=4), children, max_size=4)
+    ),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(JSON_KEYS, ANY_JSON, max_size=5), st.sampled_from(list(FOLDERS.values())))
+def test_the_proof_never_raises_and_never_overpromises_on_any_document(
+    schema: dict[str, Any], dialect: str
+) -> None:
+    try:
+        prepared = prepare_schema(schema, default_dialect=dialect)
+    except SchemaUnsupported:
+        return
+    if surely_compiles(prepared):
+        assert _compiles(prepared) is None

@@ -137,9 +137,9 @@ def surely_compiles(prepared: PreparedSchema) -> bool:
         return False
     if _UNSURE.search(text):
         return False
-    refs = set(_REF.findall(text))
-    patterns = {_string(quoted) for quoted in _PATTERN.findall(text)}
     try:
+        refs = set(_REF.findall(text))
+        patterns = {_string(quoted) for quoted in _PATTERN.findall(text)}
         meta = _meta(dialect)
         if not meta.is_valid(document):
             return False
