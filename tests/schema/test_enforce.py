@@ -382,7 +382,13 @@ def test_generated_catalogs_quarantine_what_compiling_would(schemas: list[dict[s
 
 # Any JSON document, with the keys the proof reads placed anywhere (keys and data alike).
 JSON_KEYS = st.sampled_from(
-    ["pattern", "$ref", "patternProperties", "properties", "items", "type", "$defs", 'a"$ref', "\\"]
+    [
+        *("pattern", "$ref", "patternProperties", "properties", "items", "type", "$defs"),
+        *('a"$ref', "\\", "definitions", "dependencies", "additionalProperties", "enum"),
+        *("required", "format", "$comment", "$vocabulary", "const", "contains", "minLength"),
+        *("propertyNames", "allOf", "not", "if", "dependentSchemas", "unevaluatedItems"),
+        *("prefixItems", "$schema"),
+    ]
 )
 ANY_JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.sampled_from(PATTERNS + POINTERS + ["object"]),

@@ -138,7 +138,12 @@ def surely_compiles(prepared: PreparedSchema) -> bool:
     if _UNSURE.search(text):
         return False
     try:
-        refs = set(_REF.findall(text))
+        found = _REF.findall(text)
+        if len(found) != text.count('"$ref":'):
+            # A `$ref` that is not a string: draft-04's meta-schema does not describe `$ref`
+            # but the compiler refuses it (or a property named "$ref": rare, not modelled).
+            return False
+        refs = set(found)
         patterns = {_string(quoted) for quoted in _PATTERN.findall(text)}
         meta = _meta(dialect)
         if not meta.is_valid(document):
