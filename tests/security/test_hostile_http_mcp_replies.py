@@ -63,7 +63,7 @@ async def test_hostile_http_replies_fail_their_own_call_only(
         # The 900-level schema: that tool is set aside, with the bound named; the rest stay.
         skipped = {s.name: s.reason for s in cm.catalog.skipped}
         assert f"{MAX_NESTING} levels" in skipped.get("deep", ""), cm.catalog.skipped
-        for name in ("echo", "nest", "huge", "bomb", "stall"):
+        for name in ("echo", "nest", "huge", "bomb", "stall", "corrupt"):
             assert cm.catalog.get("up", name) is not None, name
         await _still_serving(cm, "listing")
         for depth in (MAX_NESTING + 5, 200, 300, 980, 3000, 20000):
@@ -82,6 +82,11 @@ async def test_hostile_http_replies_fail_their_own_call_only(
         assert result.diagnostic is not None
         assert result.diagnostic.code == "TOOL_RESULT_TOO_LARGE", result.diagnostic
         await _still_serving(cm, "bomb")
+        # A body that does not decompress (legacy SSE: a message cut short) fails its call.
+        result = await cm.run("return await tools.up.corrupt({});")
+        assert result.diagnostic is not None
+        assert result.diagnostic.code == "TOOL_RESULT_INVALID", result.diagnostic
+        await _still_serving(cm, "corrupt")
         assert {h.source: h for h in cm.health}["up"].status == "ok"
 
 
@@ -106,3 +111,16 @@ async def test_a_stalled_large_http_reply_shows_the_source_degraded(
         assert result.diagnostic is not None
         assert result.diagnostic.code == "TOOL_RESULT_TOO_LARGE"
         assert {h.source: h for h in cm.health}["up"].status == "ok"
+
+
+async def test_a_reply_cut_short_fails_its_own_call_only(
+    tmp_path: Path, server: tuple[str, str]
+) -> None:
+    async with CodeMode.from_spec(load_spec(_spec(tmp_path, *server))) as cm:
+        for _ in range(2):
+            result = await cm.run("return await tools.up.cut({});")
+            if server[1] == "sse" and result.ok:
+                continue  # legacy SSE: the broken message is dropped, the honest one answers
+            assert result.diagnostic is not None
+            assert result.diagnostic.code != "SOURCE_UNAVAILABLE", result.diagnostic
+            await _still_serving(cm, "cut")

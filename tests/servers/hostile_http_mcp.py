@@ -26,6 +26,8 @@ TOOLS = [
     '{"name":"huge","inputSchema":{"type":"object"}}',
     '{"name":"bomb","inputSchema":{"type":"object"}}',
     '{"name":"stall","inputSchema":{"type":"object"}}',
+    '{"name":"corrupt","inputSchema":{"type":"object"}}',
+    '{"name":"cut","inputSchema":{"type":"object"}}',
 ]
 
 
@@ -64,7 +66,7 @@ def answer(message: dict[str, Any]) -> bytes | tuple[str, Any] | None:
             # Key order puts the id last: it is found at the end of the message.
             body = '{"content":[{"type":"text","text":"' + "x" * (int(args["mb"]) << 20) + '"}]}'
             return ('{"jsonrpc":"2.0","result":' + body + ',"id":' + json.dumps(mid) + "}").encode()
-        if name in ("stall", "bomb"):
+        if name in ("stall", "bomb", "corrupt", "cut"):
             return (name, (mid, args))
     error = {"code": -32601, "message": "method not found"}
     return json.dumps({"jsonrpc": "2.0", "id": mid, "error": error}).encode()
@@ -137,6 +139,20 @@ class App:
 
     async def special(self, send: Any, what: str, detail: tuple[Any, dict[str, Any]]) -> None:
         mid, args = detail
+        if what == "cut":
+            # Promises more than it sends, then closes: the body ends mid-message.
+            kind = "application/json" if self.style == "json" else "text/event-stream"
+            length = [(b"content-length", b"100000")]
+            await self.start(send, 200, kind, length)
+            await self.chunk(send, b'{"jsonrpc":"2.0","id":' + json.dumps(mid).encode(), more=False)
+            return
+        if what == "corrupt":
+            # Says gzip, is not: the client's decoder fails on it.
+            body = gzip.compress(reply(mid, "{}"))[:12] + b"\x00garbage" * 100
+            kind = "application/json" if self.style == "json" else "text/event-stream"
+            await self.start(send, 200, kind, [(b"content-encoding", b"gzip")])
+            await self.chunk(send, body, more=False)
+            return
         if what == "bomb":
             body = gzip.compress(bomb_body(mid, int(args["mb"])), compresslevel=9)
             if self.style == "json":
@@ -171,6 +187,17 @@ class App:
             await self.legacy_queue.put(self.event(out))
             return
         what, (mid, args) = out
+        if what == "cut":  # one stream: a message that never ends, then an honest one
+            await self.legacy_queue.put(b"event: message\ndata: {")
+            await self.legacy_queue.put(b"\n\n" + self.event(reply(mid, '{"content":[]}')))
+            return
+        if what == "corrupt":  # one stream, no per-reply coding: an unreadable message instead
+            await self.legacy_queue.put(
+                self.event(
+                    b'{"jsonrpc":"2.0","id":' + json.dumps(mid).encode() + b',"result":{"x":'
+                )
+            )
+            return
         if what == "bomb":  # legacy SSE has one stream: a plain oversized event instead
             await self.legacy_queue.put(self.event(bomb_body(mid, int(args["mb"]))))
             return

@@ -167,6 +167,19 @@ class _Reader:
         """Messages the SDK refuses are re-read (only 2xx: an error body is the SDK's
         to interpret, e.g. the fallback from a probe the server does not know)."""
 
+    def _unreadable(self, exc: Exception) -> bytes | None:
+        """An error for this POST's request when its body breaks off or does not decompress.
+
+        Raised out of the body, either would end the SDK's whole transport (the source)."""
+        if isinstance(exc, zlib.error):
+            why = "its compressed body is corrupt"
+        else:
+            why = f"the body broke off ({type(exc).__name__})"
+        logger.error("An MCP server's reply could not be read: %s", why)
+        if self.request_id is None:
+            return None
+        return _error_bytes(self.request_id, REPLY_TOO_DEEP, f"the reply could not be read: {why}")
+
     def _too_large(self, message_id: Any) -> bytes:
         text = f"the reply was larger than {self.limit} bytes; it was dropped while being read"
         return _error_bytes(message_id, REPLY_TOO_LARGE, text)
@@ -184,6 +197,12 @@ class _Reader:
                 self.large.update(id(self), len(body))
                 if over:
                     break
+        except (zlib.error, httpx2.TransportError) as exc:
+            unreadable = self._unreadable(exc)
+            if unreadable is None:
+                raise
+            yield unreadable
+            return
         finally:
             self.large.update(id(self), 0)
         if over:
@@ -217,6 +236,11 @@ class _Reader:
                 self.large.update(id(self), splitter.pending)
                 if out:
                     yield b"".join(out)
+        except (zlib.error, httpx2.TransportError) as exc:
+            unreadable = self._unreadable(exc)
+            if unreadable is None:
+                raise  # a GET stream: the SDK reconnects
+            yield self._as_event(unreadable)
         finally:
             self.large.update(id(self), 0)
 
