@@ -270,6 +270,100 @@ def _enumerated() -> Iterator[tuple[str, Any, str]]:
                 yield f"$ref {pointer} to {target!r}", schema, dialect
 
 
+# Every keyword of every dialect (and some from OpenAPI), with values of every JSON type,
+# at the root, nested, and inside `items`/`$defs`/`definitions`: where a dialect's
+# meta-schema does not describe a keyword its compiler still checks (draft-04 `$ref`,
+# draft-06 `contentEncoding`), only this finds it.
+KEYWORDS_OF_EVERY_DIALECT = [
+    "$ref",
+    "$schema",
+    "$id",
+    "id",
+    "$anchor",
+    "$dynamicRef",
+    "$dynamicAnchor",
+    "$recursiveRef",
+    "$recursiveAnchor",
+    "$vocabulary",
+    "$comment",
+    "$defs",
+    "definitions",
+    "type",
+    "enum",
+    "const",
+    "multipleOf",
+    "maximum",
+    "exclusiveMaximum",
+    "minimum",
+    "exclusiveMinimum",
+    "maxLength",
+    "minLength",
+    "pattern",
+    "maxItems",
+    "minItems",
+    "uniqueItems",
+    "maxContains",
+    "minContains",
+    "maxProperties",
+    "minProperties",
+    "required",
+    "dependentRequired",
+    "dependencies",
+    "items",
+    "additionalItems",
+    "prefixItems",
+    "contains",
+    "properties",
+    "patternProperties",
+    "additionalProperties",
+    "propertyNames",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "dependentSchemas",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "format",
+    "contentEncoding",
+    "contentMediaType",
+    "contentSchema",
+    "title",
+    "description",
+    "default",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "examples",
+    "nullable",
+    "discriminator",
+]
+VALUES_OF_EVERY_TYPE: list[Any] = [
+    *(None, 5, -1, 1.5, 0, 2**64, "x", "", "#", "(", True, False),
+    *([], [5], ["a", "a"], [{}], [{"type": 5}]),
+    *({}, {"type": 5}, {"a": 5}, {"a": {}}, {"a": ["b"]}, {"a": {"type": 5}}),
+]
+
+
+def _keywords_with_any_value() -> Iterator[tuple[str, Any, str]]:
+    for dialect in FOLDERS.values():
+        for keyword in KEYWORDS_OF_EVERY_DIALECT:
+            for value in VALUES_OF_EVERY_TYPE:
+                name = f"{dialect} {keyword}={value!r}"
+                yield name, {keyword: value}, dialect
+                yield name, {"type": "object", "properties": {"p": {keyword: value}}}, dialect
+                nested = {"items": [{keyword: value}], "$defs": {"x": {keyword: value}}}
+                yield name, {**nested, "definitions": {"x": {keyword: value}}}, dialect
+
+
+def test_every_keyword_with_any_value_the_proof_accepts_compiles() -> None:
+    compiling, proven = _agreement(_keywords_with_any_value())
+    assert compiling > 5000 and proven > 3000, (compiling, proven)
+
+
 def test_enumerated_regexes_and_pointers_the_proof_accepts_compile() -> None:
     compiling, proven = _agreement(_enumerated())
     assert compiling > 300 and proven > 200, (compiling, proven)

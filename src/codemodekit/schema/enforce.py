@@ -41,6 +41,11 @@ _REF = re.compile(r'"\$ref":("(?:[^"\\]|\\.)*")')
 _PATTERN = re.compile(r'"pattern":("(?:[^"\\]|\\.)*")')
 # Keywords whose resolution this check does not model.
 _UNSURE = re.compile(r'"\$(?:id|anchor|dynamicAnchor|dynamicRef|recursiveRef|recursiveAnchor)":')
+# Keywords the compiler requires to be strings in dialects whose meta-schema does not
+# describe them (`$ref` in draft-04, the content keywords in draft-06; found by the
+# enumeration in tests/schema/test_enforce.py). Any other value, or a property so named
+# (rare), is "not proven".
+_STRINGS_ONLY = ('"$ref"', '"contentEncoding"', '"contentMediaType"')
 _MAX_PATTERNS = 4096
 # Dialects whose meta-schema checks every member of `$defs` as a schema (all of them do
 # for `definitions`).
@@ -138,12 +143,10 @@ def surely_compiles(prepared: PreparedSchema) -> bool:
     if _UNSURE.search(text):
         return False
     try:
-        found = _REF.findall(text)
-        if len(found) != text.count('"$ref":'):
-            # A `$ref` that is not a string: draft-04's meta-schema does not describe `$ref`
-            # but the compiler refuses it (or a property named "$ref": rare, not modelled).
-            return False
-        refs = set(found)
+        for keyword in _STRINGS_ONLY:
+            if keyword in text and text.count(keyword + ":") != text.count(keyword + ':"'):
+                return False
+        refs = set(_REF.findall(text))
         patterns = {_string(quoted) for quoted in _PATTERN.findall(text)}
         meta = _meta(dialect)
         if not meta.is_valid(document):
