@@ -271,7 +271,8 @@ def _enumerated() -> Iterator[tuple[str, Any, str]]:
 
 
 # Every keyword of every dialect (and some from OpenAPI), with values of every JSON type,
-# at the root, nested, and inside `items`/`$defs`/`definitions`: where a dialect's
+# at the root, nested, inside `items`/`$defs`/`definitions` and where the dialect's
+# meta-schema does not look (`dependentSchemas` in draft-04, unknown keywords): where a dialect's
 # meta-schema does not describe a keyword its compiler still checks (draft-04 `$ref`,
 # draft-06 `contentEncoding`), only this finds it.
 KEYWORDS_OF_EVERY_DIALECT = [
@@ -342,7 +343,7 @@ KEYWORDS_OF_EVERY_DIALECT = [
     "discriminator",
 ]
 VALUES_OF_EVERY_TYPE: list[Any] = [
-    *(None, 5, -1, 1.5, 0, 2**64, "x", "", "#", "(", True, False),
+    *(None, 5, -1, 1.5, 0, 2**64, "x", "", "#", "(", "^x y", True, False),
     *([], [5], ["a", "a"], [{}], [{"type": 5}]),
     *({}, {"type": 5}, {"a": 5}, {"a": {}}, {"a": ["b"]}, {"a": {"type": 5}}),
 ]
@@ -357,6 +358,9 @@ def _keywords_with_any_value() -> Iterator[tuple[str, Any, str]]:
                 yield name, {"type": "object", "properties": {"p": {keyword: value}}}, dialect
                 nested = {"items": [{keyword: value}], "$defs": {"x": {keyword: value}}}
                 yield name, {**nested, "definitions": {"x": {keyword: value}}}, dialect
+                # Where this dialect's meta-schema does not look (a newer keyword, unknown).
+                beyond = {"dependentSchemas": {"a": {keyword: value}}, "x-not": {keyword: value}}
+                yield name, {**beyond, "additionalProperties": {"not": {keyword: value}}}, dialect
 
 
 def test_every_keyword_with_any_value_the_proof_accepts_compiles() -> None:

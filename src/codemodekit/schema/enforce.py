@@ -140,7 +140,9 @@ def surely_compiles(prepared: PreparedSchema) -> bool:
     text, dialect, document = prepared.text, prepared.dialect, prepared.document
     if dialect == DRAFT4 and '"id":' in text:
         return False
-    if _UNSURE.search(text):
+    if _UNSURE.search(text) or text.count('"$schema":') != 1:
+        # A nested `$schema` (an embedded resource, or data): the compiler may read it
+        # where the meta-schema does not look.
         return False
     try:
         for keyword in _STRINGS_ONLY:
