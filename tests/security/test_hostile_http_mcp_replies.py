@@ -5,10 +5,8 @@ calls go on; a large reply in progress shows the source as degraded."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +14,7 @@ import pytest
 
 from codemodekit import CodeMode, load_spec
 from codemodekit.nesting import MAX_NESTING
+from tests.security._stall import assert_a_stalled_large_reply_degrades
 from tests.servers import ServerProcess, free_port
 
 SERVER = Path(__file__).parent.parent / "servers" / "hostile_http_mcp.py"
@@ -93,24 +92,7 @@ async def test_hostile_http_replies_fail_their_own_call_only(
 async def test_a_stalled_large_http_reply_shows_the_source_degraded(
     tmp_path: Path, server: tuple[str, str]
 ) -> None:
-    marker = tmp_path / "go"
-    async with CodeMode.from_spec(load_spec(_spec(tmp_path, *server))) as cm:
-        call = asyncio.ensure_future(
-            cm.run(f"return await tools.up.stall({{marker: {json.dumps(str(marker))}}});")
-        )
-        deadline = time.monotonic() + 60  # hang guard only
-        while True:
-            up = {h.source: h for h in cm.health}["up"]
-            if up.status == "degraded":
-                break
-            assert time.monotonic() < deadline and not call.done(), up
-            await asyncio.sleep(0.02)
-        assert "large reply" in up.message
-        marker.write_text("go")
-        result = await call
-        assert result.diagnostic is not None
-        assert result.diagnostic.code == "TOOL_RESULT_TOO_LARGE"
-        assert {h.source: h for h in cm.health}["up"].status == "ok"
+    await assert_a_stalled_large_reply_degrades(_spec(tmp_path, *server), tmp_path / "go")
 
 
 async def test_a_reply_cut_short_fails_its_own_call_only(

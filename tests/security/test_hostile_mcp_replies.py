@@ -5,14 +5,13 @@ stable code; a large reply in progress shows the source as degraded."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
-import time
 from pathlib import Path
 
 from codemodekit import CodeMode, load_spec
 from codemodekit.nesting import MAX_NESTING
+from tests.security._stall import assert_a_stalled_large_reply_degrades
 
 # Hand-written (no SDK), so it can send what the SDK would refuse to build.
 RAW_SERVER = r"""
@@ -107,21 +106,4 @@ async def test_hostile_replies_fail_their_own_call_only(tmp_path: Path) -> None:
 
 
 async def test_a_stalled_large_reply_shows_the_source_degraded(tmp_path: Path) -> None:
-    marker = tmp_path / "go"
-    async with CodeMode.from_spec(load_spec(_spec(tmp_path))) as cm:
-        call = asyncio.ensure_future(
-            cm.run(f"return await tools.up.stall({{marker: {json.dumps(str(marker))}}});")
-        )
-        deadline = time.monotonic() + 60  # hang guard only
-        while True:
-            up = {h.source: h for h in cm.health}["up"]
-            if up.status == "degraded":
-                break
-            assert time.monotonic() < deadline and not call.done(), up
-            await asyncio.sleep(0.02)
-        assert "large reply" in up.message
-        marker.write_text("go")
-        result = await call
-        assert result.diagnostic is not None
-        assert result.diagnostic.code == "TOOL_RESULT_TOO_LARGE"
-        assert {h.source: h for h in cm.health}["up"].status == "ok"
+    await assert_a_stalled_large_reply_degrades(_spec(tmp_path), tmp_path / "go")
