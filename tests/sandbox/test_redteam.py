@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from codemodekit.errors import ErrorCode
-from codemodekit.sandbox import _engine
+from codemodekit.sandbox import _engine, _watchdog
 from codemodekit.sandbox._workers import JsWorkers
 from codemodekit.sandbox.quickjs import QuickJsSandbox
 from tests.conformance.sandbox.harness import code_of, run
@@ -161,3 +161,33 @@ async def test_iterator_helpers_still_work_below_the_chain_cap() -> None:
     outcome = await run(QuickJsSandbox(), code)
     assert outcome.ok, outcome.diagnostic
     assert outcome.value == [[901, 903], [5], "function"]
+
+
+@pytest.mark.parametrize("offload", ["thread", "inline"])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "async function f() { await null; return f() }\nawait f()",
+        "async function f() { await null; for (;;) {} }\nawait f()",
+        "const spin = async () => { for (;;) {} };\nawait Promise.all([spin(), spin()])",
+        "await new Promise((_, reject) => Promise.resolve().then(() => { for (;;) {} }))",
+        "async function* g() { for (;;) yield 1 }\nfor await (const x of g()) {}",
+    ],
+    ids=["async-recursion", "async-loop", "all", "then-loop", "async-generator"],
+)
+async def test_an_interrupt_that_becomes_a_rejection_is_the_compute_limit(
+    monkeypatch: pytest.MonkeyPatch, offload: str, code: str
+) -> None:
+    # The engine's own interrupt (the binding's time limit) can fire before the host's
+    # accounting reaches the budget (in this process its clock is not the binding's). In
+    # an async function the engine turns it into a rejection the script cannot handle:
+    # the run must still end with COMPUTE_LIMIT, not as the user's uncaught exception.
+    # A host clock at a quarter speed makes the binding's interrupt always come first.
+    clock = _watchdog.WATCHDOG.clock
+    monkeypatch.setattr(_watchdog.WATCHDOG, "clock", lambda: clock() / 4)
+    sandbox = QuickJsSandbox(offload=offload, prewarm=0)  # type: ignore[arg-type]
+    outcome = await run(sandbox, code, compute_time_ms=150)
+    assert code_of(outcome) is ErrorCode.COMPUTE_LIMIT, outcome.diagnostic
+    monkeypatch.undo()
+    after = await run(sandbox, "return 1")
+    assert after.ok and after.value == 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -269,6 +270,7 @@ class Engine:
         if self._interrupted:
             watchdog.trip(running)
         started = self._clock()
+        cpu_started = time.process_time()
         failure: quickjs.JSException | None = None
         try:
             result = fn(*args)
@@ -278,6 +280,13 @@ class Engine:
             self._used += self._clock() - started
             self._slice = None
             tripped = watchdog.leave(running)
+        # The binding's own time limit is on this process's CPU clock, which in the server's
+        # process is not ``self._clock``: once that limit is spent the engine may have
+        # interrupted a promise job, which an async function turns into a rejection (or a
+        # promise that never settles) instead of an error that reaches us. Either way the
+        # run's state is broken by the limit, so the run ends at its compute limit.
+        if not tripped and time.process_time() - cpu_started >= remaining:
+            tripped = True
         if tripped:
             # Whatever the slice reported (out of memory, a caught failure), it ran past its
             # budget. Restore the heap limit for the host-side log read-out.
