@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from codemodekit.errors import Diagnostic, ErrorCode, bounded_details, new_correlation_id
 from codemodekit.limits import Limits
-from codemodekit.sandbox._engine import Step, ToolCall, decode_calls, decode_value
+from codemodekit.sandbox._step import Step, ToolCall, decode_calls, decode_value
 from codemodekit.sandbox.base import LogEntry, SandboxHost, SandboxOutcome, ToolCallRejected
 
 log = logging.getLogger("codemodekit.sandbox")

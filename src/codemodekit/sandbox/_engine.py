@@ -12,7 +12,6 @@ import json
 import logging
 import re
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import quickjs
@@ -20,7 +19,7 @@ import quickjs
 from codemodekit.compiler_location import user_location
 from codemodekit.errors import Diagnostic, ErrorCode, Location, new_correlation_id
 from codemodekit.limits import Limits
-from codemodekit.nesting import NESTING_HINT
+from codemodekit.sandbox._step import Step, loads, well_formed
 from codemodekit.sandbox._warm import prelude_source as prelude_source
 from codemodekit.sandbox._warm import prepare_context
 from codemodekit.sandbox._watchdog import WATCHDOG, Slice, Watchdog
@@ -48,7 +47,6 @@ controlled text: a thrown object may carry a stack of millions of lines)."""
 log = logging.getLogger("codemodekit.sandbox")
 
 _FRAME = re.compile(r"^\s*at (?:(?P<name>.*?) \()?<input>:(?P<line>\d+):(?P<column>\d+)\)?\s*$")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _LEVELS = frozenset({"log", "info", "warn", "error", "debug", "truncated", "hint"})
 HINT = "hint"
 MAX_HINTS = 8
@@ -74,107 +72,6 @@ class EngineFault(Exception):
     def __init__(self, diagnostic: Diagnostic) -> None:
         super().__init__(diagnostic.message)
         self.diagnostic = diagnostic
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    call_id: int
-    source: str
-    tool: str
-    arguments: Any
-    problem: str | None = None
-    """Why the host could not decode the arguments; the call is rejected without dispatch."""
-
-
-@dataclass(slots=True)
-class Step:
-    """What one slice produced: new tool calls, or the end of the run.
-
-    Model-controlled data stays JSON text here (``call_lines``, ``value_json``): it is
-    decoded by the host-side driver (``decode_calls``, ``decode_value``), so a worker process
-    never parses it and the host parses it once, with its own bounds.
-    """
-
-    call_lines: list[str] = field(default_factory=list)
-    """``[id, source, tool, arguments]`` as JSON text, one per queued call."""
-    done: bool = False
-    ok: bool = False
-    value_json: str | None = None
-    """The returned value as JSON text (``None``: ``undefined``), until decoded."""
-    value: Any = None
-    """The returned value, once ``decode_value`` ran."""
-    diagnostic: Diagnostic | None = None
-    tool_call_id: int | None = None
-    """Set when the run ended on an uncaught host rejection of this call."""
-    logs: tuple[LogEntry, ...] = ()
-    stream: tuple[LogEntry, ...] = ()
-    """Console entries written since the previous step, when the host streams them."""
-    compute_ms: float = 0.0
-    compile_ms: float = 0.0
-    warnings: tuple[str, ...] = ()
-    """Hints about likely mistakes (a forgotten ``await``), from the prelude."""
-
-
-def _well_formed(value: Any) -> Any:
-    """Replace lone surrogates (JSON allows ``\\ud800``; UTF-8 does not)."""
-    if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
-    if isinstance(value, list):
-        return [_well_formed(v) for v in value]
-    if isinstance(value, dict):
-        return {_well_formed(k): _well_formed(v) for k, v in value.items()}
-    return value
-
-
-def _loads(text: str) -> Any:
-    value = json.loads(text)
-    if "\\ud" in text or "\\uD" in text:
-        value = _well_formed(value)
-    return value
-
-
-TOO_DEEP = NESTING_HINT.removeprefix("nests ")  # past the decoder is past the one bound too
-_CALL_HEAD = re.compile(r'\[(\d+),("(?:[^"\\]|\\.)*"),("(?:[^"\\]|\\.)*"),')
-
-
-def decode_calls(lines: list[str]) -> list[ToolCall]:
-    """The queued calls of a step, decoded on the host."""
-    return [call for line in lines if (call := _tool_call(line)) is not None]
-
-
-def decode_value(step: Step) -> Step:
-    """Decode a successful step's returned value; a value nested deeper than the decoder
-    goes fails the run with ``RESULT_NOT_SERIALIZABLE``."""
-    if not (step.done and step.ok) or step.value_json is None:
-        return step
-    try:
-        value = _loads(step.value_json)
-    except (RecursionError, ValueError):
-        step.ok = False
-        step.diagnostic = Diagnostic(
-            ErrorCode.RESULT_NOT_SERIALIZABLE,
-            f"the returned value nests {TOO_DEEP}; return a flatter value",
-        )
-        return step
-    step.value_json = None
-    step.value = value
-    return step
-
-
-def _tool_call(line: str) -> ToolCall | None:
-    """One queued call, ``[id, source, tool, arguments]`` as JSON text."""
-    try:
-        c = _loads(line)
-    except RecursionError:
-        # Arguments nested deeper than Python's decoder goes: the call fails on its own.
-        head = _CALL_HEAD.match(line)
-        if head is None:  # pragma: no cover - the prelude always writes this shape
-            return None
-        source, tool = json.loads(head.group(2)), json.loads(head.group(3))
-        return ToolCall(int(head.group(1)), source, tool, None, f"the arguments nest {TOO_DEEP}")
-    if isinstance(c, list) and len(c) == 4:
-        return ToolCall(int(c[0]), str(c[1]), str(c[2]), c[3])
-    return None  # pragma: no cover - the prelude always writes this shape
 
 
 def _bounded(message: str) -> str:
@@ -333,7 +230,7 @@ class Engine:
         try:
             answer, drained = self._run_slice("start", javascript, STARTED)
             if drained is None:
-                started = _loads(answer) if isinstance(answer, str) else None
+                started = loads(answer) if isinstance(answer, str) else None
                 if isinstance(started, dict) and started.get("k") == "syntax":
                     return self._finish_with(self._syntax_error(started))
                 raise EngineFault(self._internal("the program could not be started"))
@@ -359,7 +256,7 @@ class Engine:
         if not isinstance(drained, str):
             raise EngineFault(self._internal("the sandbox port returned a non-string"))
         head, *lines = drained.split("\n")
-        packet = _loads(head)
+        packet = loads(head)
         if not isinstance(packet, dict) or "s" not in packet:
             raise EngineFault(self._port_fault(packet, "drain"))
         raw_stream = packet.get("l")
@@ -386,7 +283,7 @@ class Engine:
                 step.value_json = raw[1:]
                 step.ok = True
             return self._with_logs(step)
-        report = _loads(raw)
+        report = loads(raw)
         kind = report.get("k")
         if kind == "undefined":
             step.ok = True
@@ -435,8 +332,8 @@ class Engine:
         self._budget = self._used + HOST_BUDGET_S
         try:
             text, _, rest = self._call("logs").partition("\n")
-            raw = _loads(text)
-            stream = self._checked_stream(_loads(rest)) if self._stream_logs else ()
+            raw = loads(text)
+            stream = self._checked_stream(loads(rest)) if self._stream_logs else ()
         except (EngineFault, ValueError):
             lost = LogEntry("truncated", "… the logs could not be read after the failure …")
             return (lost,), ((lost,) if self._stream_logs else ())
@@ -457,7 +354,7 @@ class Engine:
                 and isinstance(item[1], str)
             ):
                 continue
-            message = _well_formed(item[1])
+            message = well_formed(item[1])
             if item[0] == HINT:
                 if hints < MAX_HINTS:
                     hints += 1

@@ -18,7 +18,8 @@ import json
 from typing import Any
 
 from codemodekit.errors import Diagnostic, ErrorCode, Location
-from codemodekit.sandbox._engine import MAX_HINT_CHARS, MAX_HINTS, Step
+from codemodekit.sandbox._engine import MAX_HINT_CHARS, MAX_HINTS
+from codemodekit.sandbox._step import Step
 from codemodekit.sandbox.base import LogEntry
 
 MAX_FRAME_BYTES = 256 * 1024 * 1024

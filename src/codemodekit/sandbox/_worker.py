@@ -34,8 +34,9 @@ from typing import Any, BinaryIO, cast
 from codemodekit.compiler import CodeCompiler
 from codemodekit.errors import CompileFailure
 from codemodekit.limits import Limits
-from codemodekit.sandbox._engine import Engine, Step, internal_failure, prelude_source
+from codemodekit.sandbox._engine import Engine, internal_failure, prelude_source
 from codemodekit.sandbox._protocol import decode_diagnostic, encode_step, frame
+from codemodekit.sandbox._step import Step
 from codemodekit.sandbox._warm import prepare_context
 from codemodekit.sandbox._watchdog import Watchdog
 from codemodekit.sandbox._workers import main_thread_stack_cap

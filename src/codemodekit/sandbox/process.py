@@ -23,13 +23,14 @@ from codemodekit.errors import Diagnostic, ErrorCode, new_correlation_id
 from codemodekit.limits import Limits
 from codemodekit.runtime import DEFAULT_RUNTIME, RuntimeOptions
 from codemodekit.sandbox._drive import drive, streams_logs
-from codemodekit.sandbox._engine import Step, compute_limit, internal_failure
+from codemodekit.sandbox._engine import compute_limit, internal_failure
 from codemodekit.sandbox._protocol import (
     MAX_FRAME_BYTES,
     ProtocolFault,
     decode_step,
     frame,
 )
+from codemodekit.sandbox._step import Step
 from codemodekit.sandbox.base import (
     CompiledProgram,
     RuntimeStats,

@@ -19,7 +19,8 @@ from typing import Literal
 from codemodekit.errors import Diagnostic
 from codemodekit.limits import Limits
 from codemodekit.sandbox._drive import drive, streams_logs
-from codemodekit.sandbox._engine import Engine, Step, prelude_source
+from codemodekit.sandbox._engine import Engine, prelude_source
+from codemodekit.sandbox._step import Step
 from codemodekit.sandbox._warm import WarmContexts
 from codemodekit.sandbox._workers import JsWorkers, default_workers, main_thread_stack_cap
 from codemodekit.sandbox.base import CompiledProgram, SandboxHost, SandboxOutcome
