@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import logging
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -17,6 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from codemodekit.frozen import EMPTY, FrozenJSON, freeze, json_or_empty, thaw
 from codemodekit.nesting import NESTING_HINT, depth_exceeds, text_depth_exceeds
 from codemodekit.providers.base import Discovery, SkippedTool, ToolSpec
 from codemodekit.schema import (
@@ -31,7 +31,6 @@ from codemodekit.schema.enforce import surely_compiles
 from codemodekit.schema.normalize import (
     PreparedSchema,
     bound_text,
-    compact_json,
     prepare_schema,
 )
 
@@ -179,100 +178,6 @@ class SourceContribution:
     """One content digest per tool (same order as ``tools``): what the revision hashes."""
 
 
-_EMPTY: Mapping[str, Any] = MappingProxyType({})
-
-
-def _freeze(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        if not value:
-            return _EMPTY  # shared: most tools have no sideband at all
-        return MappingProxyType({k: _freeze(v) for k, v in value.items()})
-    if isinstance(value, list | tuple):
-        return tuple(_freeze(v) for v in value)
-    return value
-
-
-def thaw(value: Any) -> Any:
-    """A plain, JSON-ready copy of a frozen schema or annotation mapping."""
-    if isinstance(value, FrozenJSON):
-        return value.plain()
-    if isinstance(value, Mapping):
-        return {k: thaw(v) for k, v in value.items()}
-    if isinstance(value, tuple | list):
-        return [thaw(v) for v in value]
-    return value
-
-
-def _json_or_empty(value: Any) -> str:
-    """JSON text of a mapping as declared; ``{}`` when it is not JSON data (quarantined)
-    or nests deeper than the bound."""
-    if not isinstance(value, Mapping):
-        return "{}"
-    try:
-        # The C encoder stops at the recursion limit (RecursionError), never crashes.
-        text = compact_json(value if type(value) is dict else thaw(value))
-    except (TypeError, ValueError, RecursionError):
-        return "{}"
-    return "{}" if text_depth_exceeds(text) else text
-
-
-def _tuple(items: list[Any]) -> tuple[Any, ...]:
-    return tuple([_tuple(v) if type(v) is list else v for v in items])
-
-
-def _freeze_member(obj: dict[str, Any]) -> Mapping[str, Any]:
-    for key, value in obj.items():
-        if type(value) is list:
-            obj[key] = _tuple(value)
-    return MappingProxyType(obj)
-
-
-class FrozenJSON(Mapping[str, Any]):
-    """A read-only JSON object kept as its text and decoded on first use.
-
-    A catalog of 10,000 tools then holds three strings per tool instead of ~150 container
-    objects, which keeps the build (and every later garbage collection) cheap. Decoded
-    values are mapping proxies and tuples, so nothing reachable from it can be mutated.
-    """
-
-    __slots__ = ("_text", "_value")
-
-    def __init__(self, text: str) -> None:
-        self._text = text
-        self._value: Mapping[str, Any] | None = None
-
-    @property
-    def text(self) -> str:
-        """Compact JSON, keys in declared order."""
-        return self._text
-
-    def _data(self) -> Mapping[str, Any]:
-        value = self._value
-        if value is None:  # a benign race: two threads decode the same text
-            value = self._value = json.loads(self._text, object_hook=_freeze_member)
-        return value
-
-    def plain(self) -> dict[str, Any]:
-        """A fresh, mutable plain-JSON copy."""
-        copy: dict[str, Any] = json.loads(self._text)
-        return copy
-
-    def __getitem__(self, key: str) -> Any:
-        return self._data()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data())
-
-    def __len__(self) -> int:
-        return len(self._data())
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._data()
-
-    def __repr__(self) -> str:
-        return f"FrozenJSON({self._text if len(self._text) <= 200 else self._text[:199] + '…'})"
-
-
 def _prepare(
     schema: Mapping[str, Any], dialect: str | None, *, require_object: bool, what: str
 ) -> tuple[PreparedSchema | None, str | None]:
@@ -339,13 +244,13 @@ def _definition(
             except SchemaUnsupported as exc:
                 problem = "output schema: " + exc.reason
         quarantine = quarantine or problem
-    input_text = prepared_in.text if prepared_in is not None else _json_or_empty(spec.input_schema)
+    input_text = prepared_in.text if prepared_in is not None else json_or_empty(spec.input_schema)
     output_text: str | None = None
     if spec.output_schema is not None:
         output_text = (
-            prepared_out.text if prepared_out is not None else _json_or_empty(spec.output_schema)
+            prepared_out.text if prepared_out is not None else json_or_empty(spec.output_schema)
         )
-    annotations_text = _json_or_empty(spec.annotations)
+    annotations_text = json_or_empty(spec.annotations)
     visibility = visibility_of(spec.meta)
     description = spec.description if isinstance(spec.description, str) else ""
     definition = ToolDefinition(
@@ -354,9 +259,9 @@ def _definition(
         description=description,
         input_schema=FrozenJSON(input_text),
         output_schema=None if output_text is None else FrozenJSON(output_text),
-        annotations=_EMPTY if annotations_text == "{}" else FrozenJSON(annotations_text),
-        meta=_freeze(spec.meta),
-        provenance=_freeze(spec.provenance),
+        annotations=EMPTY if annotations_text == "{}" else FrozenJSON(annotations_text),
+        meta=freeze(spec.meta),
+        provenance=freeze(spec.provenance),
         deprecated=spec.deprecated,
         quarantine=quarantine,
         visibility=visibility,
@@ -408,7 +313,7 @@ def _safe_definition(
         reason = "the tool could not be processed (internal error; see the host log)"
         name = str(spec.name)
         definition = ToolDefinition(
-            source=source, name=name, description="", input_schema=_EMPTY, quarantine=reason
+            source=source, name=name, description="", input_schema=EMPTY, quarantine=reason
         )
         digest = hashlib.sha256(canonical_json([source, name, reason]).encode()).hexdigest()
         return definition, None, digest
