@@ -13,23 +13,14 @@ posting-list walk, not a pass over the catalog. See docs/adr/0012.
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import difflib
-import heapq
 import importlib
-import itertools
-import math
-import operator
-import re
-import threading
-from array import array
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
 
 from codemodekit.catalog import Catalog, ToolDefinition
+from codemodekit.search_rank import index_for, score
+from codemodekit.search_rank import top as top_documents
 from codemodekit.search_response import (
     Detail,
     SearchHit,
@@ -39,426 +30,20 @@ from codemodekit.search_response import (
     output_marker,
 )
 from codemodekit.search_text import (
-    ABBREVIATIONS,
-    ACTION_VERBS,
-    COLLECTION_CUES,
-    CONCEPTS,
-    DESTRUCTIVE_VERBS,
-    FIRST_PERSON,
-    NEGATING_VERBS,
-    SELF_TERMS,
-    STOPWORDS,
-    SYNONYMS,
-    normalized,
     stem,
     tokenize,
-    words,
 )
 
 DEFAULT_LIMIT = 8
 MAX_LIMIT = 50
 MAX_QUERY_CHARS = 512
-MAX_QUERY_TERMS = 32
 DESCRIPTION_CHARS = 240
 DEFAULT_MAX_BYTES = 32 * 1024
 """Cap on a response's JSON size; hits past it are dropped (and counted), never cut."""
 
-_CACHE_SIZE = 2
-_PREFIX_EXPANSIONS = 24
-_EXACT_BONUS = 1_000_000.0
-_PREFIX_BONUS = 1_000.0
-_K1 = 1.2
-# (weight, length normalization b) per field: the name says most about what a tool does.
-_FIELDS: dict[str, tuple[float, float]] = {
-    "name": (2.0, 0.5),
-    "source": (1.0, 0.0),
-    "lead": (1.0, 0.5),
-    "description": (0.5, 0.75),
-    "properties": (1.0, 0.5),
-}
-"""``lead`` is the tool's title and the description's first sentence (usually the summary):
-their words count twice."""
-_COVERAGE_BONUS = 1.0
-"""Added per query term a tool matches, so tools matching more of the need rank higher."""
-_NAME_BONUS = 7.0
-"""Times the share of the tool name's words the query covers."""
-_DEPRECATED_FACTOR = 0.85
-"""Deprecated tools stay findable but rank below an otherwise equal current one."""
-_SYNONYM_WEIGHT = 0.8
-_CONCEPT_WEIGHT = 0.45
-_PREFIX_WEIGHT = 0.5
-
-_PHRASE_BONUS = 0.5
-_LEAD_BONUS = 2.0
-"""Times the share of the summary's words a matched term covers."""
-"""Per pair of the need's adjacent words found adjacent in a matched tool's name."""
-_ENUM_VALUES = 16
-"""At most this many allowed values of a property are indexed (long enums are data)."""
-_ACTION_BONUS = 1.0
-"""Added to a matched tool whose name performs the action the need names."""
-_DESTRUCTIVE_FACTOR = 0.7
-"""A matched tool that deletes or removes, for a need that names no such action."""
-
-_LEAD = re.compile(r"(?<=[.!?])\s|\n")
-_COLLECTION_WEIGHT = 0.8
-
 
 class SearchError(ValueError):
     """Invalid search input (empty or over-long query, bad limit or detail)."""
-
-
-@dataclass(slots=True)
-class _Index:
-    tools: tuple[ToolDefinition, ...]
-    """Available tools in address order: a document id is a position here."""
-    postings: dict[str, tuple[array[int], array[float]]]
-    """term -> (document ids, precomputed contributions); arrays keep 47,000 tools compact."""
-    vocabulary: list[str]
-    """Sorted terms, for prefix expansion."""
-    exact: dict[str, tuple[int, ...]]
-    """Normalized name / key / address -> documents."""
-    names: list[tuple[str, int]]
-    """Sorted (normalized name or key, document), for name-prefix matches."""
-    source_ranges: dict[str, tuple[int, int]]
-    actions: list[str | None]
-    """Per tool, the action its name performs: the first of its words that is a verb."""
-    pairs: dict[tuple[str, str], array[int]]
-    """Two terms adjacent in a tool's name -> those tools (``remove_label``: remove, label)."""
-
-
-_cache: OrderedDict[str, _Index] = OrderedDict()
-_cache_lock = threading.Lock()
-
-
-def index_for(catalog: Catalog) -> _Index:
-    """The catalog's search index, built on first use per revision and cached."""
-    with _cache_lock:
-        index = _cache.get(catalog.revision)
-        if index is not None:
-            _cache.move_to_end(catalog.revision)
-            return index
-    index = _build(catalog.model_tools)
-    with _cache_lock:
-        _cache[catalog.revision] = index
-        while len(_cache) > _CACHE_SIZE:
-            _cache.popitem(last=False)
-    return index
-
-
-def _property_names(schema: Mapping[str, Any]) -> Iterable[str]:
-    # Top-level properties and one level of nesting: deeper names are rarely what a need
-    # names. The string values a top-level property allows name states a need may ask for
-    # ("pets that are available" -> ``status: "available" | "pending" | "sold"``).
-    props = schema.get("properties")
-    if not isinstance(props, Mapping):
-        return
-    for name, sub in props.items():
-        yield name
-        if not isinstance(sub, Mapping):
-            continue
-        if isinstance(sub.get("properties"), Mapping):
-            yield from sub["properties"]
-        values = sub.get("enum")
-        items = sub.get("items")
-        if values is None and isinstance(items, Mapping):
-            values = items.get("enum")
-        if isinstance(values, list | tuple):
-            yield from (v for v in values[:_ENUM_VALUES] if isinstance(v, str))
-
-
-def _lead(tool: ToolDefinition) -> str:
-    """The description's first sentence, after the tool's title when that says more."""
-    lead = _LEAD.split(tool.description, 1)[0]
-    title = tool.annotations.get("title")
-    if isinstance(title, str) and title.strip() and not tool.description.startswith(title.strip()):
-        return f"{title.strip()}. {lead}"
-    return lead
-
-
-def _build(available: Iterable[ToolDefinition]) -> _Index:
-    tools = tuple(sorted(available, key=lambda t: t.address))
-    count = len(tools)
-    field_terms: dict[str, list[list[str]]] = {f: [] for f in _FIELDS}
-    source_terms: dict[str, list[str]] = {}
-    for tool in tools:
-        field_terms["name"].append(tokenize(tool.name))
-        if tool.source not in source_terms:
-            source_terms[tool.source] = tokenize(tool.source)
-        field_terms["source"].append(source_terms[tool.source])
-        field_terms["lead"].append(tokenize(_lead(tool)))
-        field_terms["description"].append(tokenize(tool.description))
-        field_terms["properties"].append(
-            [t for p in _property_names(tool.input_schema) for t in tokenize(p)]
-        )
-    averages = {
-        f: (sum(map(len, docs)) / count if count else 0.0) or 1.0 for f, docs in field_terms.items()
-    }
-    # BM25F: per document, add up field-weighted, length-normalized term frequencies, then
-    # saturate once; idf is applied when the posting lists are frozen below.
-    weighted: dict[str, dict[int, float]] = {}
-    for fname, (weight, b) in _FIELDS.items():
-        average = averages[fname]
-        for doc, terms in enumerate(field_terms[fname]):
-            if not terms:
-                continue
-            norm = weight / (1.0 - b + b * len(terms) / average)
-            for term in terms:
-                per_doc = weighted.setdefault(term, {})
-                per_doc[doc] = per_doc.get(doc, 0.0) + norm
-    # A posting's value folds in everything that depends only on (term, tool): the BM25F
-    # score, a per-term coverage bonus (tools matching more of the need rank higher) and the
-    # term's share of the tool's name (names are short verb-object phrases, so "get a pull
-    # request" prefers ``pulls_get`` over ``pulls_get_review``).
-    name_sets = [frozenset(terms) for terms in field_terms["name"]]
-    lead_sets = [frozenset(terms) for terms in field_terms["lead"]]
-    postings: dict[str, tuple[array[int], array[float]]] = {}
-    for term, per_doc in weighted.items():
-        df = len(per_doc)
-        idf = math.log(1.0 + (count - df + 0.5) / (df + 0.5))
-        docs = tuple(sorted(per_doc))
-        values = []
-        for d in docs:
-            value = idf * per_doc[d] / (_K1 + per_doc[d]) + _COVERAGE_BONUS
-            if term in name_sets[d]:
-                value += _NAME_BONUS / len(name_sets[d])
-            if term in lead_sets[d]:
-                value += _LEAD_BONUS / len(lead_sets[d])
-            if tools[d].deprecated:
-                value *= _DEPRECATED_FACTOR
-            values.append(value)
-        postings[term] = (array("I", docs), array("d", values))
-    exact: dict[str, list[int]] = {}
-    names: list[tuple[str, int]] = []
-    source_ranges: dict[str, tuple[int, int]] = {}
-    for doc, tool in enumerate(tools):
-        name_key = normalized(tool.name)
-        full_key = normalized(tool.source) + name_key
-        for key in {name_key, full_key, normalized(tool.address)}:
-            if key:
-                exact.setdefault(key, []).append(doc)
-        names.append((name_key, doc))
-        names.append((full_key, doc))
-        lo, _ = source_ranges.get(tool.source, (doc, doc))
-        source_ranges[tool.source] = (lo, doc + 1)
-    names.sort()
-    actions = [next((t for t in terms if t in ACTION_VERBS), None) for terms in field_terms["name"]]
-    pairs: dict[tuple[str, str], list[int]] = {}
-    for doc in range(count):
-        # Adjacent as written (stopwords kept): ``list_for_release`` does not pair list+release.
-        for pair in dict.fromkeys(itertools.pairwise(map(stem, words(tools[doc].name)))):
-            pairs.setdefault(pair, []).append(doc)
-    return _Index(
-        actions=actions,
-        pairs={p: array("I", docs) for p, docs in pairs.items()},
-        tools=tools,
-        postings=postings,
-        vocabulary=sorted(postings),
-        exact={k: tuple(v) for k, v in exact.items()},
-        names=names,
-        source_ranges=source_ranges,
-    )
-
-
-def _variants(index: _Index, term: str) -> list[tuple[str, float]]:
-    """The index terms a query term stands for, with their weight factor."""
-    out: dict[str, float] = {}
-    if term in index.postings:
-        out[term] = 1.0
-    for synonym in SYNONYMS.get(term, ()):
-        if synonym in index.postings:
-            out.setdefault(synonym, _SYNONYM_WEIGHT)
-    for concept in CONCEPTS.get(term, ()):
-        if concept in index.postings:
-            out.setdefault(concept, _CONCEPT_WEIGHT)
-    if len(term) >= 3 and not term.isdigit():
-        start = bisect.bisect_left(index.vocabulary, term)
-        added = 0
-        for candidate in index.vocabulary[start:]:
-            if not candidate.startswith(term) or added >= _PREFIX_EXPANSIONS:
-                break
-            if candidate not in out:
-                out[candidate] = _PREFIX_WEIGHT
-                added += 1
-    return sorted(out.items())
-
-
-def _query_units(index: _Index, query: str) -> list[list[tuple[str, float]]]:
-    """Each unit of meaning in the query, as the index terms (with weights) that express it.
-
-    A unit is a query word (with its stem, synonyms and prefix expansions), a first-person
-    word standing for the current user, or two adjacent words written as one in the index
-    ("log in" -> ``login``, "pet store" -> ``petstore``).
-    """
-    raw = words(query)
-    units: list[list[tuple[str, float]]] = []
-    seen: set[str] = set()
-
-    def add_word(term: str) -> None:
-        if term not in seen:
-            seen.add(term)
-            units.append(_variants(index, term))
-
-    for w in raw:
-        if w in ABBREVIATIONS:
-            for term in ABBREVIATIONS[w]:
-                add_word(term)
-        elif w in FIRST_PERSON:
-            if "\0self" not in seen:
-                seen.add("\0self")
-                units.append([(t, _SYNONYM_WEIGHT) for t in SELF_TERMS if t in index.postings])
-        elif w not in STOPWORDS:
-            add_word(stem(w))
-    for first, second in itertools.pairwise(raw):
-        joined = stem(first + second)
-        if joined not in seen and joined in index.postings and len(first) + len(second) > 4:
-            seen.add(joined)
-            units.append([(joined, 1.0)])
-        if first in NEGATING_VERBS:
-            negated = "un" + stem(second)
-            if negated not in seen and negated in index.postings:
-                seen.add(negated)
-                units.append([(negated, 1.0)])
-    if "list" not in seen and "list" in index.postings and _asks_for_many(raw):
-        seen.add("list")
-        units.append([("list", _COLLECTION_WEIGHT)])
-    if not any(units):  # a query made only of stopwords still means something
-        for w in raw:
-            add_word(stem(w))
-    return [unit for unit in units if unit][:MAX_QUERY_TERMS]
-
-
-def _asks_for_many(raw: list[str]) -> bool:
-    """Whether the need names a plural thing or all of something ("comments", "all repos")."""
-    for w in raw:
-        if w in COLLECTION_CUES:
-            return True
-        if w not in STOPWORDS and len(w) > 3 and w.endswith("s") and stem(w) != w:
-            return True
-    return False
-
-
-def _unit_scores(index: _Index, variants: list[tuple[str, float]]) -> dict[int, float]:
-    """Per document, the best score among a query unit's variants (a unit counts once)."""
-    # The largest posting list is copied in C; the others are merged in Python.
-    ordered = sorted(variants, key=lambda v: (-len(index.postings[v[0]][0]), v[0]))
-    term, factor = ordered[0]
-    docs, weights = index.postings[term]
-    best = dict(zip(docs, weights if factor == 1.0 else map(factor.__mul__, weights), strict=True))
-    for term, factor in ordered[1:]:
-        docs, weights = index.postings[term]
-        for doc, w in zip(docs, weights, strict=True):
-            value = factor * w
-            if value > best.get(doc, 0.0):
-                best[doc] = value
-    return best
-
-
-def _score(index: _Index, query: str, docs: range, limit: int) -> tuple[dict[int, float], int]:
-    """Scores of the documents in ``docs`` that may rank in the top ``limit``, and how many
-    in ``docs`` match at all."""
-    units = sorted(
-        (_unit_scores(index, variants) for variants in _query_units(index, query)),
-        key=len,
-        reverse=True,
-    )
-    scores: dict[int, float] = units[0] if units else {}
-    for unit in units[1:]:
-        for doc, value in unit.items():
-            scores[doc] = scores.get(doc, 0.0) + value
-    if len(docs) < len(index.tools):
-        scores = {d: v for d, v in scores.items() if d in docs}
-    key = normalized(query)
-    tiers: dict[int, float] = {}
-    if len(key) >= 3:
-        start = bisect.bisect_left(index.names, (key, -1))
-        for name, doc in index.names[start:]:
-            if not name.startswith(key):
-                break
-            tiers[doc] = tiers.get(doc, 0.0) + _PREFIX_BONUS
-    for doc in index.exact.get(key, ()):
-        tiers[doc] = tiers.get(doc, 0.0) + _EXACT_BONUS
-    tiers = {d: v for d, v in tiers.items() if d in docs}
-    matched = len(scores.keys() | tiers.keys())
-    adjust = _intent(index, query)
-    if len(scores) > 4 * limit:
-        # The intent rules only scale down or add at most ``adjust.most``: a tool whose
-        # lexical score is that far below the adjusted top ``limit`` cannot reach them, so
-        # only the others pay for the rules (the same result, without a pass over all).
-        best = dict(heapq.nlargest(limit, scores.items(), key=operator.itemgetter(1)))
-        adjust.apply(best)
-        bound = heapq.nlargest(limit, best.values())[-1] - adjust.most - 1e-6
-        scores = {d: v for d, v in scores.items() if v >= bound or d in tiers}
-    adjust.apply(scores)
-    for doc, bonus in tiers.items():
-        scores[doc] = scores.get(doc, 0.0) + bonus
-    return scores, matched
-
-
-@dataclass(slots=True)
-class _Intent:
-    """What a need's wording says beyond its terms: per action verb a (factor, bonus), and
-    pairs of its words a tool name may have side by side."""
-
-    index: _Index
-    weights: dict[str, tuple[float, float]]
-    pairs: list[tuple[str, str]]
-
-    @property
-    def most(self) -> float:
-        """The largest amount ``apply`` can add to one score."""
-        return max((b for _, b in self.weights.values()), default=0.0) + _PHRASE_BONUS * len(
-            self.pairs
-        )
-
-    def apply(self, scores: dict[int, float]) -> None:
-        actions = self.index.actions
-        weights = self.weights
-        for doc, score in scores.items():
-            weight = weights.get(actions[doc])  # type: ignore[arg-type]
-            if weight is not None:
-                scores[doc] = score * weight[0] + weight[1]
-        for pair in self.pairs:
-            for doc in self.index.pairs.get(pair, ()):
-                if doc in scores:
-                    scores[doc] += _PHRASE_BONUS
-
-
-def _intent(index: _Index, query: str) -> _Intent:
-    """Action intent: prefer tools performing the action the need names; without a
-    destructive word in the need, rank tools that delete or remove lower. Name phrases: a
-    tool whose name has two of the need's words side by side, in its order ("remove a
-    label" -> ``remove_label``, not ``remove_all_labels``), ranks higher."""
-    raw = words(query)
-    # "who starred", "repositories I watched": a past participle names a state, not the
-    # action wanted.
-    named = {v for w in raw if (v := stem(w)) in ACTION_VERBS and not w.endswith("ed")}
-    for first, second in itertools.pairwise(raw):
-        if first in NEGATING_VERBS:  # "stop following": the action is ``unfollow``
-            named.discard(stem(second))
-            named.add("un" + stem(second))
-    if _asks_for_many(raw):
-        # "get all issues" is a listing: the read verbs stand for "list".
-        named = {v for v in named if v != "get" and "get" not in SYNONYMS.get(v, ())}
-        named.add("list")
-    for verb in list(named):
-        named.update(s for s in SYNONYMS.get(verb, ()) if s in ACTION_VERBS)
-    for verb in list(named):
-        named.update(c for c in CONCEPTS.get(verb, ()) if c in ACTION_VERBS)
-    weights = {verb: (1.0, _ACTION_BONUS) for verb in named}
-    if not named & DESTRUCTIVE_VERBS:
-        weights.update((verb, (_DESTRUCTIVE_FACTOR, 0.0)) for verb in DESTRUCTIVE_VERBS)
-    pairs = list(dict.fromkeys(itertools.pairwise(tokenize(query))))
-    return _Intent(index, weights, [p for p in pairs if p in index.pairs])
-
-
-def _top(scores: dict[int, float], limit: int) -> list[int]:
-    """The ``limit`` best documents; ties (up to float noise) break by address = document id."""
-    # Select by raw score in C first; only candidates near the cut-off pay for rounding.
-    cutoff = heapq.nlargest(limit, scores.values())[-1]
-    cutoff -= 1e-9 * max(1.0, abs(cutoff))
-    candidates = [(d, s) for d, s in scores.items() if s >= cutoff]
-    candidates.sort(key=lambda item: (-round(item[1], 9), item[0]))
-    return [doc for doc, _ in candidates[:limit]]
 
 
 def _close_sources(source: str, sources: Iterable[str]) -> str:
@@ -556,10 +141,10 @@ def search_catalog(
                 return empty(f"source {source!r} has no callable tools right now")
             return empty(_close_sources(source, catalog.sources))
         lo, hi = index.source_ranges[source]
-    scores, matched = _score(index, query, range(lo, hi), limit)
+    scores, matched = score(index, query, range(lo, hi), limit)
     if not scores:
         return empty("no tool matched; try fewer or more general words, or another source")
-    top = _top(scores, limit)
+    top = top_documents(scores, limit)
     render: Callable[[ToolDefinition], tuple[str, str]] | None = None
     contract: str | None = None
     if detail == "typescript":

@@ -57,7 +57,8 @@ async def test_everyday_needs_find_their_tools(tmp_path: Path) -> None:
 def test_ranking_is_deterministic_across_index_builds(tmp_path: Path) -> None:
     from tests.fixtures.search.catalog_fixture import fixture_catalog, fixture_queries
 
-    from codemodekit.search import _cache, search_catalog
+    from codemodekit.search import search_catalog
+    from codemodekit.search_rank import _cache
 
     queries = [case["query"] for case in fixture_queries()]
     first = [[h.address for h in search_catalog(fixture_catalog(), q).hits] for q in queries]
