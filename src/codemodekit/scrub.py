@@ -72,7 +72,7 @@ def forms_of(secret: str) -> set[str]:
 class Scrubber:
     """Masks every form of a set of secrets (see the module doc). Falsy when empty."""
 
-    __slots__ = ("_forms", "_pattern")
+    __slots__ = ("_forms", "_overlapping", "_pattern")
 
     def __init__(
         self, secrets: Iterable[str] = (), *, basic: Iterable[tuple[str, str]] = ()
@@ -84,7 +84,12 @@ class Scrubber:
             forms |= forms_of(f"{user}:{password}")
         # Longest first: the regex takes the first alternative that matches at a position.
         self._forms = tuple(sorted(forms, key=lambda f: (-len(f), f)))
-        self._pattern = re.compile("|".join(map(re.escape, self._forms))) if forms else None
+        alternatives = "|".join(map(re.escape, self._forms))
+        self._pattern = re.compile(alternatives) if forms else None
+        # Every match at every position, overlaps included: forms of one secret can overlap
+        # in a text (the raw value running into its JSON-escaped form), and masking the
+        # leftmost match alone would leave the rest of the other form readable.
+        self._overlapping = re.compile(f"(?=({alternatives}))") if forms else None
 
     def __bool__(self) -> bool:
         return self._pattern is not None
@@ -93,9 +98,24 @@ class Scrubber:
         return f"Scrubber({len(self._forms)} forms)"
 
     def __call__(self, text: str) -> str:
-        if self._pattern is None or not text:
+        if self._pattern is None or self._overlapping is None or not text:
             return text
-        return self._pattern.sub(MASK, text)
+        if self._pattern.search(text) is None:
+            return text
+        spans: list[list[int]] = []
+        for match in self._overlapping.finditer(text):
+            start, end = match.span(1)
+            if spans and start < spans[-1][1]:
+                spans[-1][1] = max(spans[-1][1], end)
+            else:
+                spans.append([start, end])
+        pieces: list[str] = []
+        last = 0
+        for start, end in spans:
+            pieces += (text[last:start], MASK)
+            last = end
+        pieces.append(text[last:])
+        return "".join(pieces)
 
     def mask_edges(self, text: str, *, start: bool = False, end: bool = False) -> str:
         """Mask a piece of a secret at an edge where ``text`` was cut before scrubbing."""

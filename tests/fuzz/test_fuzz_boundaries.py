@@ -20,7 +20,7 @@ import pytest
 
 pytest.importorskip("hypothesis", reason="install the dev extras: pip install -e '.[dev]'")
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from codemodekit.nesting import MAX_NESTING, depth_exceeds
@@ -81,6 +81,9 @@ def _encodings(secret: str) -> list[str]:
     after=st.text(max_size=30),
     which=st.integers(min_value=0, max_value=4),
 )
+# Found in CI: the raw secret ran into the start of its JSON-escaped form, and masking the
+# leftmost match alone left the rest of that form readable.
+@example(secret="\x7f000000\\", before="\x7f000000", after="", which=1)
 def test_no_piece_of_a_secret_survives_scrubbing(
     secret: str, before: str, after: str, which: int
 ) -> None:
