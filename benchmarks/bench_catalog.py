@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from codemodekit.catalog import Catalog
+from codemodekit.catalog.catalog import Catalog
 from codemodekit.providers.base import Discovery, ToolSpec
 from codemodekit.schema import (
     DRAFT7,

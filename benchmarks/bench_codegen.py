@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._util import row  # noqa: E402
-from codemodekit.catalog import Catalog  # noqa: E402
+from codemodekit.catalog.catalog import Catalog  # noqa: E402
 from codemodekit.codegen import generate, tool_typescript  # noqa: E402
 from codemodekit.providers.base import Discovery, ToolSpec  # noqa: E402
 
@@ -243,7 +243,7 @@ def main() -> None:
 
 
 def _plain(value: Any) -> Any:
-    from codemodekit.catalog import thaw
+    from codemodekit.catalog.catalog import thaw
 
     return thaw(value)
 

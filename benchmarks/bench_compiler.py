@@ -8,8 +8,8 @@ from __future__ import annotations
 import tree_sitter as ts
 
 from benchmarks._util import median_ms, row
-from codemodekit.compiler import CodeCompiler
-from codemodekit.compiler_query import LANGUAGE
+from codemodekit.compiler.compile import CodeCompiler
+from codemodekit.compiler.query import LANGUAGE
 
 SNIPPET = """\
 const issues = await tools.github.searchIssues({ query: "is:open label:bug", limit: 20 });

@@ -14,7 +14,7 @@ import quickjs
 
 from benchmarks._util import amedian_ms, median_ms, row
 from codemodekit import CodeMode, Limits, allow_all_tool_calls, define_tool, local
-from codemodekit.bridge import ToolBridge
+from codemodekit.bridge.bridge import ToolBridge
 
 NOOP_SCHEMA = {"type": "object", "properties": {"i": {"type": "integer"}}}
 

@@ -23,7 +23,7 @@ from codemodekit import (
     define_tool,
     local,
 )
-from codemodekit.compiler import CodeCompiler
+from codemodekit.compiler.compile import CodeCompiler
 from codemodekit.errors import CompileFailure
 
 OBJ = {"type": "object"}

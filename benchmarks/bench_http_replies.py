@@ -14,7 +14,7 @@ import httpx2
 import mcp_types as types
 
 from benchmarks._util import amedian_ms, row
-from codemodekit.providers.mcp_http_bound import bound_replies
+from codemodekit.providers.mcp.http_bound import bound_replies
 
 _CHUNK = 64 * 1024
 

@@ -32,7 +32,7 @@ from tests.servers import SERVER_SCRIPT, http_server, http_source, stdio_source
 
 from codemodekit.limits import Limits
 from codemodekit.providers.base import CallContext
-from codemodekit.providers.mcp import McpToolProvider
+from codemodekit.providers.mcp.provider import McpToolProvider
 from codemodekit.spec.model import McpHttpSource, McpStdioSource
 
 CONTEXT = CallContext(execution_id="bench", call_id=1, timeout_s=30.0, max_result_bytes=1 << 20)

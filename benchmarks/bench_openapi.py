@@ -13,7 +13,7 @@ import statistics
 import time
 from pathlib import Path
 
-from codemodekit.catalog import Catalog
+from codemodekit.catalog.catalog import Catalog
 from codemodekit.codegen.artifacts import generate
 from codemodekit.limits import Limits
 from codemodekit.providers.openapi.document import load_document

@@ -134,7 +134,7 @@ async def observer_overhead(rounds: int, runs: int) -> None:
 
 async def bridge_overhead(calls: int) -> None:
     """Per tool call through the bridge alone (no sandbox, no processes): the hook's cost."""
-    from codemodekit.bridge import ToolBridge
+    from codemodekit.bridge.bridge import ToolBridge
     from codemodekit.observe import ObserverSet
 
     directory = Path(tempfile.mkdtemp(prefix="codemode-bench-bridge-"))

@@ -15,7 +15,7 @@ from typing import Any
 
 import quickjs
 
-from codemodekit.compiler import CodeCompiler
+from codemodekit.compiler.compile import CodeCompiler
 from codemodekit.limits import Limits
 from codemodekit.sandbox.quickjs import QuickJsSandbox
 

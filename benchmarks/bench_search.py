@@ -28,7 +28,7 @@ from tests.fixtures.search.catalog_fixture import (  # noqa: E402
     fixture_queries,
 )
 
-from codemodekit.search import index_for, search_catalog  # noqa: E402
+from codemodekit.search.search import index_for, search_catalog  # noqa: E402
 
 HELD_OUT = {
     "held-out-1": ROOT / "tests" / "fixtures" / "search" / "queries_heldout.json",

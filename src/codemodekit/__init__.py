@@ -17,8 +17,8 @@ __version__ = "0.1.0"
 # tree-sitter or the MCP SDK they may never use. The TYPE_CHECKING block below mirrors this
 # table for mypy and IDEs; tests/test_lazy_imports.py keeps the two and __all__ in step.
 _LAZY: dict[str, str] = {
-    "Catalog": "codemodekit.catalog",
-    "ToolDefinition": "codemodekit.catalog",
+    "Catalog": "codemodekit.catalog.catalog",
+    "ToolDefinition": "codemodekit.catalog.catalog",
     "CodeModeError": "codemodekit.errors",
     "Diagnostic": "codemodekit.errors",
     "ErrorCode": "codemodekit.errors",
@@ -28,7 +28,7 @@ _LAZY: dict[str, str] = {
     "SourceUnavailable": "codemodekit.errors",
     "ToolError": "codemodekit.errors",
     "Limits": "codemodekit.limits",
-    "register_code_mode_tools": "codemodekit.mcp_server",
+    "register_code_mode_tools": "codemodekit.server.tools",
     "BaseObserver": "codemodekit.observe",
     "RunObserver": "codemodekit.observe",
     "RunStart": "codemodekit.observe",
@@ -36,17 +36,17 @@ _LAZY: dict[str, str] = {
     "AuditSink": "codemodekit.observe.audit",
     "CodeModeMetrics": "codemodekit.observe.metrics",
     "TracingObserver": "codemodekit.observe.tracing",
-    "PolicyDecision": "codemodekit.policy",
-    "ToolCallRequest": "codemodekit.policy",
-    "ToolContext": "codemodekit.providers.local",
-    "allow_all_tool_calls": "codemodekit.policy",
-    "deny_all_tool_calls": "codemodekit.policy",
-    "rules_policy": "codemodekit.policy",
+    "PolicyDecision": "codemodekit.bridge.policy",
+    "ToolCallRequest": "codemodekit.bridge.policy",
+    "ToolContext": "codemodekit.providers.python.local",
+    "allow_all_tool_calls": "codemodekit.bridge.policy",
+    "deny_all_tool_calls": "codemodekit.bridge.policy",
+    "rules_policy": "codemodekit.bridge.policy",
     "SourceHealth": "codemodekit.providers.base",
     "ToolProvider": "codemodekit.providers.base",
-    "define_tool": "codemodekit.providers.local",
-    "local": "codemodekit.providers.local",
-    "tool": "codemodekit.providers.decorator",
+    "define_tool": "codemodekit.providers.python.local",
+    "local": "codemodekit.providers.python.local",
+    "tool": "codemodekit.providers.python.decorator",
     "CodeMode": "codemodekit.run",
     "ProgressEvent": "codemodekit.run",
     "RunResult": "codemodekit.run",
@@ -56,15 +56,22 @@ _LAZY: dict[str, str] = {
     "QuickJsSandbox": "codemodekit.sandbox.quickjs",
     "ProcessSandbox": "codemodekit.sandbox.process",
     "RuntimeOptions": "codemodekit.runtime",
-    "SearchResponse": "codemodekit.search",
-    "search_catalog": "codemodekit.search",
+    "SearchResponse": "codemodekit.search.search",
+    "search_catalog": "codemodekit.search.search",
     "SpecError": "codemodekit.spec",
     "load_spec": "codemodekit.spec",
     "Spec": "codemodekit.spec.model",
 }
 
 if TYPE_CHECKING:
-    from codemodekit.catalog import Catalog, ToolDefinition
+    from codemodekit.bridge.policy import (
+        PolicyDecision,
+        ToolCallRequest,
+        allow_all_tool_calls,
+        deny_all_tool_calls,
+        rules_policy,
+    )
+    from codemodekit.catalog.catalog import Catalog, ToolDefinition
     from codemodekit.errors import (
         CodeModeError,
         Diagnostic,
@@ -76,27 +83,20 @@ if TYPE_CHECKING:
         ToolError,
     )
     from codemodekit.limits import Limits
-    from codemodekit.mcp_server import register_code_mode_tools
     from codemodekit.observe import BaseObserver, RunObserver, RunStart, ToolCallEvent
     from codemodekit.observe.audit import AuditSink
     from codemodekit.observe.metrics import CodeModeMetrics
     from codemodekit.observe.tracing import TracingObserver
-    from codemodekit.policy import (
-        PolicyDecision,
-        ToolCallRequest,
-        allow_all_tool_calls,
-        deny_all_tool_calls,
-        rules_policy,
-    )
     from codemodekit.providers.base import SourceHealth, ToolProvider
-    from codemodekit.providers.decorator import tool
-    from codemodekit.providers.local import ToolContext, define_tool, local
+    from codemodekit.providers.python.decorator import tool
+    from codemodekit.providers.python.local import ToolContext, define_tool, local
     from codemodekit.run import CodeMode, ProgressEvent, RunResult
     from codemodekit.runtime import RuntimeOptions
     from codemodekit.sandbox.base import CodeSandbox, LogEntry, RuntimeStats
     from codemodekit.sandbox.process import ProcessSandbox
     from codemodekit.sandbox.quickjs import QuickJsSandbox
-    from codemodekit.search import SearchResponse, search_catalog
+    from codemodekit.search.search import SearchResponse, search_catalog
+    from codemodekit.server.tools import register_code_mode_tools
     from codemodekit.spec import SpecError, load_spec
     from codemodekit.spec.model import Spec
 

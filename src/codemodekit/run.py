@@ -16,9 +16,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
-from codemodekit.bridge import ToolBridge
-from codemodekit.catalog import Catalog
-from codemodekit.compiler import CodeCompiler, check_source_size
+from codemodekit.bridge.bridge import ToolBridge
+from codemodekit.bridge.policy import ToolPolicy, rules_policy
+from codemodekit.catalog.catalog import Catalog
+from codemodekit.compiler.compile import CodeCompiler, check_source_size
 from codemodekit.errors import (
     CompileFailure,
     Diagnostic,
@@ -30,7 +31,6 @@ from codemodekit.errors import (
 from codemodekit.limits import Limits
 from codemodekit.nesting import NESTING_HINT, depth_exceeds
 from codemodekit.observe import ObserverSet, RunObserver, RunStart
-from codemodekit.policy import ToolPolicy, rules_policy
 from codemodekit.progress import ProgressCallback, ProgressEvent, RunProgress
 from codemodekit.providers.base import (
     Discovery,
@@ -50,7 +50,7 @@ from codemodekit.sandbox.base import (
 )
 
 if TYPE_CHECKING:
-    from codemodekit.search import SearchResponse
+    from codemodekit.search.search import SearchResponse
     from codemodekit.spec.model import Spec
 
 log = logging.getLogger("codemodekit")
@@ -545,7 +545,7 @@ class CodeMode:
         detail: Literal["summary", "typescript"] = "summary",
         limit: int = 8,
     ) -> SearchResponse:
-        from codemodekit.search import search_catalog
+        from codemodekit.search.search import search_catalog
 
         down = {
             h.source: str(h.status)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from codemodekit.catalog import Catalog, thaw, tool_address
+from codemodekit.catalog.catalog import Catalog, thaw, tool_address
 from codemodekit.providers.base import Discovery, SkippedTool, ToolSpec
 from codemodekit.schema import DRAFT7, DRAFT202012, compile_validator
 

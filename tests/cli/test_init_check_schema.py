@@ -141,7 +141,7 @@ def test_check_lists_quarantined_tools_with_reasons(
 ) -> None:
     module = f"cm_check_quarantine_{tmp_path.name.replace('-', '_')}"
     (tmp_path / f"{module}.py").write_text(
-        "from codemodekit.providers.local import define_tool\n"
+        "from codemodekit.providers.python.local import define_tool\n"
         "good = define_tool(description='ok', execute=lambda a: 1,\n"
         "    input_schema={'type': 'object'})\n"
         "broken = define_tool(description='bad schema', execute=lambda a: 1,\n"

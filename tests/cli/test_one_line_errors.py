@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from codemodekit import CodeMode, define_tool, local
+from codemodekit.bridge.policy import allow_all_tool_calls
 from codemodekit.cli import main
-from codemodekit.policy import allow_all_tool_calls
 
 TOOLS_MODULE = """
 from codemodekit import define_tool

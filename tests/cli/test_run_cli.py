@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from codemodekit.cli import main
-from codemodekit.compiler import CodeCompiler
+from codemodekit.compiler.compile import CodeCompiler
 
 BROKEN_SOURCE = '\n[sources.broken]\ntype = "mcp"\ncommand = "/nonexistent/codemode-test-server"\n'
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from codemodekit.catalog import Catalog
+from codemodekit.catalog.catalog import Catalog
 from codemodekit.providers.base import Discovery, SkippedTool, ToolSpec
 from tests.conftest import NODE_MODULES, node_tool
 

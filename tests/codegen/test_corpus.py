@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from codemodekit.catalog import Catalog
+from codemodekit.catalog.catalog import Catalog
 from codemodekit.codegen import generate
 from codemodekit.providers.base import Discovery, ToolSpec
 from codemodekit.providers.factory import providers_from_spec

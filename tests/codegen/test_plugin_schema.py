@@ -11,7 +11,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from codemodekit.catalog import Catalog
+from codemodekit.catalog.catalog import Catalog
 from codemodekit.cli import main
 from codemodekit.codegen import generate_plugin, skill_dir
 from codemodekit.providers.base import Discovery, ToolSpec

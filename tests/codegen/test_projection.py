@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from codemodekit.catalog import Catalog
+from codemodekit.catalog.catalog import Catalog
 from codemodekit.codegen import RESULT_CONTRACT, generate, tool_typescript
 from codemodekit.providers.base import Discovery, ToolSpec
 from tests.codegen.helpers import assert_typechecks, catalog_from_json, one_tool_catalog

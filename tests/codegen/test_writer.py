@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from codemodekit.catalog import Catalog
+from codemodekit.catalog.catalog import Catalog
 from codemodekit.codegen import (
     BLOCK_BEGIN,
     BLOCK_END,

@@ -8,7 +8,7 @@ from typing import Any
 
 import quickjs
 
-from codemodekit.compiler import CodeCompiler
+from codemodekit.compiler.compile import CodeCompiler
 from codemodekit.errors import CompileFailure, Diagnostic
 from codemodekit.sandbox.base import CompiledProgram
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from codemodekit.compiler import MAX_NESTING, CodeCompiler
+from codemodekit.compiler.compile import MAX_NESTING, CodeCompiler
 from codemodekit.errors import CompileFailure, ErrorCode
 
 SHAPES = {

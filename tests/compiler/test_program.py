@@ -9,7 +9,7 @@ import pytest
 import quickjs
 from benchmarks.bench_compiler import realistic_script
 
-from codemodekit.compiler import CodeCompiler, user_location
+from codemodekit.compiler.compile import CodeCompiler, user_location
 from codemodekit.errors import CompileFailure, ErrorCode, Location
 from tests.compiler.jsrun import (
     JsError,

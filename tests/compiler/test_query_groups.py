@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from codemodekit import compiler_query
-from codemodekit.compiler_query import LANGUAGE, capture
+from codemodekit.compiler.query import LANGUAGE, capture
 from tests.compiler import test_erasure, test_rejections, test_semantics
 
 WHOLE = ts.Query(

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from codemodekit import CodeMode, Limits, allow_all_tool_calls
-from codemodekit.policy import ToolPolicy
+from codemodekit.bridge.policy import ToolPolicy
 from codemodekit.providers.base import ToolProvider, ToolSpec
 from codemodekit.providers.memory import Handler, InMemoryProvider, MemoryTool
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from codemodekit import CodeMode, ErrorCode, ToolError, allow_all_tool_calls, define_tool, local
-from codemodekit.mcp_server import run_result_to_mcp
+from codemodekit.server.tools import run_result_to_mcp
 
 OBJ: dict[str, Any] = {"type": "object"}
 

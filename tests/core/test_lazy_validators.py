@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from codemodekit import ErrorCode
-from codemodekit.catalog import Catalog
+from codemodekit.catalog.catalog import Catalog
 from codemodekit.providers.base import Discovery, ToolSpec
 from codemodekit.schema import SchemaUnsupported
 from codemodekit.schema.cache import VALIDATORS, ValidatorCache
@@ -72,7 +72,7 @@ async def test_a_compile_failure_at_first_use_fails_that_call_not_the_run(
 ) -> None:
     # The build-time proof is wrong on purpose here (it never is on the corpora:
     # tests/schema/test_enforce.py): the compiler refuses at the first call instead.
-    monkeypatch.setattr("codemodekit.catalog.surely_compiles", lambda _prepared: True)
+    monkeypatch.setattr("codemodekit.catalog.catalog.surely_compiles", lambda _prepared: True)
     broken = {"type": "object", "properties": {"x": {"type": "string", "pattern": "(?<"}}}
     src = source("app", tool("broken", const(1), broken), tool("fine", const(2)))
     async with code_mode(src) as cm:

@@ -23,8 +23,8 @@ from codemodekit import (
     local,
 )
 from codemodekit.providers.base import CallContext
-from codemodekit.providers.local import PythonModuleProvider
 from codemodekit.providers.memory import InMemoryProvider
+from codemodekit.providers.python.local import PythonModuleProvider
 from tests.core.helpers import code_mode, const, source, tool
 
 

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from codemodekit.nesting import MAX_NESTING, depth_exceeds
-from codemodekit.providers.mcp_stdio import LineSplitter, Oversized
+from codemodekit.providers.mcp.stdio import LineSplitter, Oversized
 from codemodekit.scrub import Scrubber
 from codemodekit.spec import SpecError, parse_spec
 

@@ -23,8 +23,8 @@ import httpx2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codemodekit.providers.mcp_http_bound import bound_replies
-from codemodekit.providers.mcp_stdio import REPLY_TOO_LARGE
+from codemodekit.providers.mcp.http_bound import bound_replies
+from codemodekit.providers.mcp.stdio import REPLY_TOO_LARGE
 
 settings.register_profile("ci", max_examples=60, deadline=None)
 settings.register_profile("long", max_examples=5_000, deadline=None)

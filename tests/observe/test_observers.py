@@ -11,10 +11,10 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from codemodekit import CodeMode, Limits, define_tool, local
+from codemodekit.bridge.policy import rules_policy
 from codemodekit.observe import BaseObserver, RunStart, ToolCallEvent
 from codemodekit.observe.audit import AuditSink
 from codemodekit.observe.metrics import CodeModeMetrics
-from codemodekit.policy import rules_policy
 from codemodekit.spec.model import PolicyRule, PolicySpec
 
 SECRET_ARGUMENT = "s3cr3t-value-that-must-not-appear"

@@ -13,8 +13,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from codemodekit import CodeMode, Limits, allow_all_tool_calls, define_tool, local
-from codemodekit.mcp_serve import create_server
 from codemodekit.observe.tracing import TracingObserver, disable_upstream_spans
+from codemodekit.server.hosting import create_server
 from tests.providers.openapi.conftest import make_provider
 from tests.providers.openapi.server import RecordingApp, ServerThread
 
@@ -144,7 +144,7 @@ async def test_streamable_http_upstream_receives_the_tool_call_trace_context(
 ) -> None:
     from mcp.server.mcpserver import MCPServer
 
-    from codemodekit.providers.mcp import McpToolProvider
+    from codemodekit.providers.mcp.provider import McpToolProvider
     from tests.providers.mcp.test_in_process import serve
     from tests.servers import http_source
 
@@ -188,7 +188,7 @@ async def test_traceparent_http_header_parents_the_run_when_meta_has_none(
     import httpx
     import uvicorn
 
-    from codemodekit.mcp_serve import http_app
+    from codemodekit.server.hosting import http_app
     from tests.servers import free_port
 
     cm = CodeMode(

@@ -12,10 +12,10 @@ import pytest
 from pydantic import BaseModel, Field
 
 from codemodekit import CodeMode, ToolContext, define_tool, local, tool
+from codemodekit.bridge.policy import allow_all_tool_calls
 from codemodekit.errors import ErrorCode
-from codemodekit.policy import allow_all_tool_calls
 from codemodekit.providers.base import HealthStatus
-from codemodekit.providers.local import PythonModuleProvider
+from codemodekit.providers.python.local import PythonModuleProvider
 
 
 class Issue(BaseModel):

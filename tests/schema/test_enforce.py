@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from tests.codegen.test_corpus import _discover, _schema_files
 from tests.conftest import node_package
 
-from codemodekit.catalog import Catalog
+from codemodekit.catalog.catalog import Catalog
 from codemodekit.providers.base import Discovery, ToolSpec
 from codemodekit.schema import (
     DRAFT4,

@@ -57,8 +57,8 @@ async def test_everyday_needs_find_their_tools(tmp_path: Path) -> None:
 def test_ranking_is_deterministic_across_index_builds(tmp_path: Path) -> None:
     from tests.fixtures.search.catalog_fixture import fixture_catalog, fixture_queries
 
-    from codemodekit.search import search_catalog
-    from codemodekit.search_rank import _cache
+    from codemodekit.search.rank import _cache
+    from codemodekit.search.search import search_catalog
 
     queries = [case["query"] for case in fixture_queries()]
     first = [[h.address for h in search_catalog(fixture_catalog(), q).hits] for q in queries]
@@ -72,7 +72,7 @@ def test_a_smaller_limit_is_a_prefix_of_a_larger_one() -> None:
     change the order, whatever the limit or source filter."""
     from tests.fixtures.search.catalog_fixture import copies_for, fixture_catalog, fixture_queries
 
-    from codemodekit.search import MAX_LIMIT, search_catalog
+    from codemodekit.search.search import MAX_LIMIT, search_catalog
 
     catalog = fixture_catalog(copies_for(5_000))
     for case in fixture_queries():

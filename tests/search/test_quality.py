@@ -17,7 +17,7 @@ from tests.fixtures.search.catalog_fixture import (
 )
 
 from codemodekit import CodeMode, load_spec
-from codemodekit.search import search_catalog
+from codemodekit.search.search import search_catalog
 
 # Measured 0.93 (94 of 101) on the fixture and 0.93 (90 of 97) through the OpenAPI provider
 # when this floor was set; see benchmarks/bench_search.py and docs/adr/0012.

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from codemodekit.catalog import Catalog, SourceContribution, ToolDefinition
+from codemodekit.catalog.catalog import Catalog, SourceContribution, ToolDefinition
 from codemodekit.providers.base import Discovery, ToolSpec
-from codemodekit.search import MAX_LIMIT, SearchError, index_for, search_catalog
+from codemodekit.search.search import MAX_LIMIT, SearchError, index_for, search_catalog
 
 
 def _schema(*props: str) -> dict[str, Any]:

@@ -20,8 +20,8 @@ from mcp import Client
 from tests.conftest import node_package
 
 from codemodekit import CodeMode, load_spec
-from codemodekit.mcp_serve import create_server
-from codemodekit.search import DEFAULT_MAX_BYTES
+from codemodekit.search.search import DEFAULT_MAX_BYTES
+from codemodekit.server.hosting import create_server
 
 TOOLS = """
 from codemodekit import define_tool

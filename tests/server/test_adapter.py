@@ -13,9 +13,9 @@ from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import MCPServer
 
 from codemodekit import CodeMode, Limits, allow_all_tool_calls, define_tool, local
-from codemodekit.mcp_serve import create_server
-from codemodekit.mcp_server import ProgressRelay, register_code_mode_tools
 from codemodekit.run import ProgressEvent
+from codemodekit.server.hosting import create_server
+from codemodekit.server.tools import ProgressRelay, register_code_mode_tools
 
 _OBJECT = {"type": "object", "properties": {"x": {"type": "string"}}}
 
@@ -289,8 +289,8 @@ async def test_progress_relay_close_drops_held_events() -> None:
 
 def test_diagnostic_text_windows_long_lines_and_keeps_the_caret() -> None:
     from codemodekit.errors import Diagnostic, ErrorCode, Location
-    from codemodekit.mcp_server import run_result_to_mcp
     from codemodekit.run import RunResult
+    from codemodekit.server.tools import run_result_to_mcp
 
     line = "x" * 900 + "BAD" + "y" * 900
     code = "const ok = 1;\n\t" + line

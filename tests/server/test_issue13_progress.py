@@ -7,8 +7,8 @@ from pathlib import Path
 
 from tests.server.test_serve import _stdio, config
 
-from codemodekit.mcp_server import ProgressRelay
 from codemodekit.run import ProgressEvent
+from codemodekit.server.tools import ProgressRelay
 
 __all__ = ["config"]
 

@@ -37,7 +37,7 @@ from codemodekit.spec.model import (
 )
 
 if TYPE_CHECKING:
-    from codemodekit.catalog import Catalog
+    from codemodekit.catalog.catalog import Catalog
 
 
 def register(sub: Any) -> None:
@@ -201,7 +201,14 @@ async def _connect(spec: Spec, shown_path: str, out: TextIO) -> int:
 
 def _report_lock_drift(spec: Spec, config: Path, live: Catalog, up: set[str]) -> None:
     """One warning per live source whose tools differ from ``codemode.lock.json``."""
-    from codemodekit.lock import LockError, drift, lock_path, locked_catalog, read_lock, stale
+    from codemodekit.catalog.lock import (
+        LockError,
+        drift,
+        lock_path,
+        locked_catalog,
+        read_lock,
+        stale,
+    )
 
     path = lock_path(config)
     try:

@@ -28,7 +28,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from codemodekit.catalog import Catalog
+from codemodekit.catalog.catalog import Catalog
+from codemodekit.catalog.lock import LockError, lock_path
 from codemodekit.cli.common import add_config_argument, config_path
 from codemodekit.cli.locking import Resolved, resolve_catalog, write_text_atomic
 from codemodekit.codegen import (
@@ -44,7 +45,6 @@ from codemodekit.codegen import (
     skill_dir,
 )
 from codemodekit.errors import CodeModeError
-from codemodekit.lock import LockError, lock_path
 from codemodekit.spec.model import Spec
 
 DEFAULT_OUT = "codemode"

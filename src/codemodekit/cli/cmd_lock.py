@@ -14,10 +14,10 @@ import argparse
 import sys
 from typing import Any
 
+from codemodekit.catalog.lock import lock_path
 from codemodekit.cli.common import add_config_argument, config_path, quiet_library_logs
 from codemodekit.cli.locking import resolve_catalog, write_text_atomic
 from codemodekit.errors import CodeModeError
-from codemodekit.lock import lock_path
 
 
 def register(sub: Any) -> None:

@@ -113,7 +113,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def sources_to_start(spec: Any, code: str) -> list[str]:
     """The spec's sources ``code`` can reach (all of them when that is not static)."""
-    from codemodekit.compiler import CodeCompiler
+    from codemodekit.compiler.compile import CodeCompiler
 
     names = CodeCompiler().referenced_sources(code)
     if names is None or not names <= set(spec.sources):

@@ -11,7 +11,7 @@ from typing import Any
 
 from codemodekit.cli.common import CliExit, add_config_argument, load_config, warn_unhealthy
 from codemodekit.run import CodeMode
-from codemodekit.search import DEFAULT_LIMIT, MAX_LIMIT, SearchError, SearchResponse
+from codemodekit.search.search import DEFAULT_LIMIT, MAX_LIMIT, SearchError, SearchResponse
 
 
 def register(sub: Any) -> None:

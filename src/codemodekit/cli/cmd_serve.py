@@ -21,8 +21,10 @@ from codemodekit.cli.common import (
     warn_inert_rules,
     warn_unhealthy,
 )
-from codemodekit.http_ops import Operations
-from codemodekit.mcp_serve import (
+from codemodekit.providers.base import HealthStatus, SourceHealth
+from codemodekit.run import SERVE_START_GRACE_S, CodeMode
+from codemodekit.search.search import index_for
+from codemodekit.server.hosting import (
     StdioWire,
     create_server,
     is_loopback,
@@ -30,9 +32,7 @@ from codemodekit.mcp_serve import (
     serve_stdio,
     stdio_wire,
 )
-from codemodekit.providers.base import HealthStatus, SourceHealth
-from codemodekit.run import SERVE_START_GRACE_S, CodeMode
-from codemodekit.search import index_for
+from codemodekit.server.operations import Operations
 
 DEFAULT_PORT = 8000
 

@@ -43,10 +43,10 @@ def run_typecheck(args: argparse.Namespace) -> int:
 def typecheck_or_exit(spec: Any, config: Path, code: str, filename: str, *, quiet_ok: bool) -> int:
     """Print the diagnostics; 0 when the script type-checks, 1 when not. ``CliExit(2)`` when
     it cannot be checked (no Node.js or tsc, or sources that cannot be reached)."""
+    from codemodekit.catalog.lock import lock_path
     from codemodekit.cli.locking import resolve_catalog
     from codemodekit.codegen import generate
     from codemodekit.errors import CodeModeError
-    from codemodekit.lock import lock_path
     from codemodekit.typecheck import TypecheckUnavailable, check_script, find_tsc
 
     try:

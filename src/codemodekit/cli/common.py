@@ -15,7 +15,7 @@ from codemodekit.providers.base import HealthStatus, SourceHealth
 from codemodekit.spec.model import Spec
 
 if TYPE_CHECKING:
-    from codemodekit.catalog import Catalog
+    from codemodekit.catalog.catalog import Catalog
 
 DEFAULT_CONFIG = "codemode.toml"
 VERBOSE = False

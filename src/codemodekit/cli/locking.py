@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codemodekit.catalog import Catalog
-from codemodekit.lock import (
+from codemodekit.catalog.catalog import Catalog
+from codemodekit.catalog.lock import (
     LockedSource,
     LockError,
     discover,

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 from codemodekit.cli.common import CliExit
 
 if TYPE_CHECKING:
-    from codemodekit.http_ops import Operations
     from codemodekit.observe import RunObserver
     from codemodekit.run import CodeMode
+    from codemodekit.server.operations import Operations
 
 DEFAULT_DRAIN_S = 30.0
 
@@ -208,7 +208,7 @@ def _install_tracer_provider(service_name: str) -> Callable[[], None] | None:
 
 
 def operations(config: OpsConfig, code_mode: CodeMode) -> Operations:
-    from codemodekit.http_ops import Operations
+    from codemodekit.server.operations import Operations
 
     metrics = None
     ops: Operations

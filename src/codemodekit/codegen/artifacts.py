@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from codemodekit.catalog import Catalog, ToolDefinition
+from codemodekit.catalog.catalog import Catalog, ToolDefinition
 from codemodekit.codegen.declarations import (
     GENERATED_HEADER,
     AnalysisCache,

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from codemodekit.catalog import SkippedOperation, ToolDefinition, thaw, tool_address
+from codemodekit.catalog.catalog import SkippedOperation, ToolDefinition, thaw, tool_address
 from codemodekit.codegen.contract import RESULT_CONTRACT
 from codemodekit.schema.typescript import (
     AnalyzedSchema,

@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from codemodekit.catalog import Catalog
+from codemodekit.catalog.catalog import Catalog
 from codemodekit.codegen.layout import SourceLayout
 
 LOCK_FORMAT = 1

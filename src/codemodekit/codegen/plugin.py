@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from codemodekit.catalog import Catalog, ToolDefinition, thaw
+from codemodekit.catalog.catalog import Catalog, ToolDefinition, thaw
 from codemodekit.codegen.artifacts import ALL_TOOLS_FILE, LOCK_FILE, generate, source_layouts
 from codemodekit.codegen.contract import RESULT_CONTRACT
 from codemodekit.codegen.editor import EDITOR_FILES

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from codemodekit.errors import ToolError
-from codemodekit.providers.local import define_tool
+from codemodekit.providers.python.local import define_tool
 
 __all__ = ["add_to_cart", "get_cart", "get_product", "search_products"]
 

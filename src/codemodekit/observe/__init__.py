@@ -72,7 +72,7 @@ class ToolCallEvent:
 
     @property
     def address(self) -> str:
-        from codemodekit.catalog import tool_address
+        from codemodekit.catalog.catalog import tool_address
 
         return tool_address(self.source, self.tool)
 

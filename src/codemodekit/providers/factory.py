@@ -7,7 +7,7 @@ from pathlib import Path
 
 from codemodekit.limits import Limits
 from codemodekit.providers.base import ToolProvider
-from codemodekit.providers.local import PythonModuleProvider
+from codemodekit.providers.python.local import PythonModuleProvider
 from codemodekit.spec.model import (
     McpHttpSource,
     McpStdioSource,
@@ -27,7 +27,7 @@ def build_provider(
 ) -> ToolProvider:
     # Protocol adapters are imported lazily: a spec without MCP sources never loads the SDK.
     if isinstance(source, McpStdioSource | McpHttpSource):
-        from codemodekit.providers.mcp import McpToolProvider
+        from codemodekit.providers.mcp.provider import McpToolProvider
 
         return McpToolProvider(source, limits=limits, environ=environ)
     if isinstance(source, OpenApiSource):

@@ -158,7 +158,7 @@ def _start(loop: asyncio.AbstractEventLoop, call: Awaitable[Any]) -> asyncio.Fut
 
 def _undecodable(call: ToolCall) -> ToolCallRejected:
     """A call whose arguments the host cannot decode: rejected without reaching the host."""
-    from codemodekit.catalog import tool_address
+    from codemodekit.catalog.catalog import tool_address
 
     address = tool_address(call.source, call.tool)
     return ToolCallRejected(
@@ -272,7 +272,7 @@ def _settlement(
                 correlation_id=correlation_id,
             )
     if diagnostic.tool is None or diagnostic.source is None:
-        from codemodekit.catalog import tool_address
+        from codemodekit.catalog.catalog import tool_address
 
         diagnostic = dataclasses.replace(
             diagnostic,

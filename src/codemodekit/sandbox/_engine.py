@@ -16,7 +16,7 @@ from typing import Any
 
 import quickjs
 
-from codemodekit.compiler_location import user_location
+from codemodekit.compiler.location import user_location
 from codemodekit.errors import Diagnostic, ErrorCode, Location, new_correlation_id
 from codemodekit.limits import Limits
 from codemodekit.sandbox._step import Step, loads, well_formed

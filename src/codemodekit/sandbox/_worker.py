@@ -31,7 +31,7 @@ import traceback
 from collections import OrderedDict
 from typing import Any, BinaryIO, cast
 
-from codemodekit.compiler import CodeCompiler
+from codemodekit.compiler.compile import CodeCompiler
 from codemodekit.errors import CompileFailure
 from codemodekit.limits import Limits
 from codemodekit.sandbox._engine import Engine, internal_failure, prelude_source

@@ -91,7 +91,7 @@ async def memory_factory(name: str) -> AsyncIterator[ToolProvider]:
 async def mcp_stdio_factory(name: str) -> AsyncIterator[ToolProvider]:
     """The MCP test server (conformance profile) as a child process over stdio."""
     from codemodekit import Limits
-    from codemodekit.providers.mcp import McpToolProvider
+    from codemodekit.providers.mcp.provider import McpToolProvider
     from tests.servers import stdio_source
 
     yield McpToolProvider(stdio_source(name, "--profile", "conformance"), limits=Limits())
@@ -101,7 +101,7 @@ async def mcp_stdio_factory(name: str) -> AsyncIterator[ToolProvider]:
 async def mcp_http_factory(name: str) -> AsyncIterator[ToolProvider]:
     """The same server over Streamable HTTP on a free 127.0.0.1 port."""
     from codemodekit import Limits
-    from codemodekit.providers.mcp import McpToolProvider
+    from codemodekit.providers.mcp.provider import McpToolProvider
     from tests.servers import http_server, http_source
 
     with http_server("--profile", "conformance") as server:
@@ -113,7 +113,7 @@ async def mcp_http_factory(name: str) -> AsyncIterator[ToolProvider]:
 async def mcp_sse_factory(name: str) -> AsyncIterator[ToolProvider]:
     """The same server over the legacy SSE transport."""
     from codemodekit import Limits
-    from codemodekit.providers.mcp import McpToolProvider
+    from codemodekit.providers.mcp.provider import McpToolProvider
     from tests.servers import http_server, http_source
 
     with http_server("--profile", "conformance", transport="sse") as server:

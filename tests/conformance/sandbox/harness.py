@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from codemodekit.catalog import tool_address
-from codemodekit.compiler import CodeCompiler
+from codemodekit.catalog.catalog import tool_address
+from codemodekit.compiler.compile import CodeCompiler
 from codemodekit.errors import Diagnostic, ErrorCode
 from codemodekit.limits import Limits
 from codemodekit.sandbox.base import CodeSandbox, CompiledProgram, SandboxOutcome, ToolCallRejected

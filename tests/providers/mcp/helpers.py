@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 
 from codemodekit.limits import Limits
 from codemodekit.providers.base import CallContext, Discovery
-from codemodekit.providers.mcp import McpToolProvider, ReconnectPolicy
+from codemodekit.providers.mcp.provider import McpToolProvider, ReconnectPolicy
 from codemodekit.spec.model import McpHttpSource, McpStdioSource
 
 FAST_RECONNECT = ReconnectPolicy(initial_s=0.05, max_s=0.5)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from codemodekit import CodeMode, ErrorCode, Limits, allow_all_tool_calls
 from codemodekit.providers.base import HealthStatus
-from codemodekit.providers.mcp import McpToolProvider
+from codemodekit.providers.mcp.provider import McpToolProvider
 from codemodekit.spec.model import McpStdioSource
 from tests.providers.mcp.helpers import FAST_RECONNECT, eventually
 from tests.servers import stdio_source

@@ -14,7 +14,7 @@ import pytest
 
 from codemodekit.errors import SourceUnavailable
 from codemodekit.providers.base import HealthStatus
-from codemodekit.providers.mcp import McpToolProvider
+from codemodekit.providers.mcp.provider import McpToolProvider
 from codemodekit.spec.model import McpStdioSource
 from tests.conftest import node_tool
 from tests.providers.mcp.helpers import Changes, context, eventually, provider

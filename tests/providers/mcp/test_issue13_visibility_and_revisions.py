@@ -6,7 +6,7 @@ from __future__ import annotations
 from mcp.server.mcpserver import MCPServer
 
 from codemodekit import CodeMode, ErrorCode, Limits, allow_all_tool_calls
-from codemodekit.providers.mcp import McpToolProvider
+from codemodekit.providers.mcp.provider import McpToolProvider
 from tests.providers.mcp.helpers import FAST_RECONNECT, eventually
 from tests.providers.mcp.test_in_process import serve
 from tests.servers import http_source, stdio_source

@@ -9,8 +9,8 @@ import pytest
 
 from codemodekit.errors import SourceUnavailable, ToolError
 from codemodekit.providers.base import HealthStatus, ResultTooLarge, ToolProvider
-from codemodekit.providers.mcp import McpToolProvider
-from codemodekit.providers.mcp_content import DRAFT_07, DRAFT_2020_12
+from codemodekit.providers.mcp.content import DRAFT_07, DRAFT_2020_12
+from codemodekit.providers.mcp.provider import McpToolProvider
 from tests.providers.mcp.helpers import Changes, context, eventually, provider
 from tests.servers import pid_alive, stdio_source
 

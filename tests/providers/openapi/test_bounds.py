@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from codemodekit.catalog import Catalog
+from codemodekit.catalog.catalog import Catalog
 from codemodekit.codegen.artifacts import generate
 from codemodekit.providers.openapi.schemas import MAX_TOOL_DEFS
 from tests.providers.openapi.conftest import make_provider, started

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from codemodekit.catalog import Catalog
+from codemodekit.catalog.catalog import Catalog
 from codemodekit.errors import SourceUnavailable
 from tests.conftest import node_package
 from tests.providers.openapi.conftest import make_provider, started

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from codemodekit.catalog import Catalog
+from codemodekit.catalog.catalog import Catalog
 from codemodekit.codegen.artifacts import generate
 from tests.conftest import node_package
 from tests.providers.openapi.conftest import make_provider, started

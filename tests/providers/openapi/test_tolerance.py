@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from codemodekit.catalog import Catalog
+from codemodekit.catalog.catalog import Catalog
 from codemodekit.codegen.artifacts import generate
 from codemodekit.errors import SourceUnavailable
 from tests.conftest import node_package

@@ -31,8 +31,8 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import sse_within_origin
 
-from codemodekit.providers.mcp_http_bound import bound_replies
-from codemodekit.providers.mcp_stdio import bounded_stdio_client
+from codemodekit.providers.mcp.http_bound import bound_replies
+from codemodekit.providers.mcp.stdio import bounded_stdio_client
 from codemodekit.scrub import Scrubber
 from codemodekit.spec.model import McpHttpSource, McpStdioSource, resolve_all
 

@@ -22,7 +22,7 @@ from typing import Any, Literal, TypeAlias
 
 from codemodekit.spec.model import PolicyRule, PolicySpec
 
-log = logging.getLogger("codemodekit.policy")
+log = logging.getLogger("codemodekit.bridge")
 
 Decision = Literal["allow", "deny"]
 

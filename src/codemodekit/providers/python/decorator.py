@@ -16,7 +16,7 @@ from typing import Any, overload
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 
-from codemodekit.providers.local import LocalTool, ToolContext, define_tool
+from codemodekit.providers.python.local import LocalTool, ToolContext, define_tool
 
 _NO_OUTPUT = (inspect.Signature.empty, Any, None, type(None))
 

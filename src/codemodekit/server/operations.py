@@ -107,7 +107,7 @@ class Operations:
         if self.public_metrics:
             guarded_metrics: ASGIApp = metrics
         elif self.metrics_token:
-            from codemodekit.mcp_serve import BearerAuth
+            from codemodekit.server.hosting import BearerAuth
 
             guarded_metrics = BearerAuth(metrics, self.metrics_token)
         else:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from codemodekit.frozen import EMPTY, FrozenJSON, freeze, json_or_empty, thaw
+from codemodekit.catalog.frozen import EMPTY, FrozenJSON, freeze, json_or_empty, thaw
 from codemodekit.nesting import NESTING_HINT, depth_exceeds, text_depth_exceeds
 from codemodekit.providers.base import Discovery, SkippedTool, ToolSpec
 from codemodekit.schema import (

@@ -32,7 +32,7 @@ import mcp_types as types
 from mcp.shared.message import SessionMessage
 
 from codemodekit.nesting import NESTING_HINT
-from codemodekit.providers.mcp_stdio import (
+from codemodekit.providers.mcp.stdio import (
     _ID,
     LARGE_REPLY_BYTES,
     REPLY_TOO_DEEP,

@@ -51,20 +51,20 @@ from codemodekit.providers.base import (
     ToolOutput,
     closed_message,
 )
-from codemodekit.providers.mcp_content import (
+from codemodekit.providers.mcp.content import (
     error_text,
     list_all_tools,
     progress_text,
     sanitize,
     tool_output,
 )
-from codemodekit.providers.mcp_failures import (
+from codemodekit.providers.mcp.failures import (
     ReconnectPolicy,
     describe_connect_failure,
     is_http_refusal,
 )
-from codemodekit.providers.mcp_stdio import REPLY_TOO_DEEP, REPLY_TOO_LARGE
-from codemodekit.providers.mcp_transport import (
+from codemodekit.providers.mcp.stdio import REPLY_TOO_DEEP, REPLY_TOO_LARGE
+from codemodekit.providers.mcp.transport import (
     ListingTap,
     StderrTail,
     describe_target,

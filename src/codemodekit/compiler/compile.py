@@ -21,11 +21,11 @@ import time
 
 import tree_sitter as ts
 
-from codemodekit.compiler_erase import plan_erasure, render
-from codemodekit.compiler_location import LINE_BREAK, user_location
-from codemodekit.compiler_query import LANGUAGE
-from codemodekit.compiler_sources import referenced_sources
-from codemodekit.compiler_syntax import first_syntax_error
+from codemodekit.compiler.erase import plan_erasure, render
+from codemodekit.compiler.location import LINE_BREAK, user_location
+from codemodekit.compiler.query import LANGUAGE
+from codemodekit.compiler.sources import referenced_sources
+from codemodekit.compiler.syntax import first_syntax_error
 from codemodekit.errors import CompileFailure, Diagnostic, ErrorCode, Location
 from codemodekit.sandbox.base import CompiledProgram
 

@@ -21,7 +21,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from codemodekit.catalog import Catalog, ToolDefinition, accessor, tool_address
+from codemodekit.bridge.policy import ToolCallRequest, ToolPolicy, decide
+from codemodekit.catalog.catalog import Catalog, ToolDefinition, accessor, tool_address
 from codemodekit.errors import (
     Diagnostic,
     ErrorCode,
@@ -33,7 +34,6 @@ from codemodekit.errors import (
 from codemodekit.limits import Limits
 from codemodekit.nesting import NESTING_HINT, depth_exceeds
 from codemodekit.observe import RunObserver, ToolCallEvent
-from codemodekit.policy import ToolCallRequest, ToolPolicy, decide
 from codemodekit.providers.base import (
     CallContext,
     ResultInvalid,

@@ -3,7 +3,7 @@
 ``register_code_mode_tools(server, code_mode)`` adds the two tools to an ``mcp`` server the
 consumer owns (``mcp.server.mcpserver.MCPServer`` or the low-level ``mcp.server.Server``);
 the consumer's own tools stay beside them and the server's lifecycle stays the consumer's.
-``codemodekit.mcp_serve`` hosts it over stdio or Streamable HTTP (``codemode serve``).
+``codemodekit.server.hosting`` hosts it over stdio or Streamable HTTP (``codemode serve``).
 
 Results (see docs/adr/0013):
 
@@ -40,14 +40,14 @@ from codemodekit.errors import Diagnostic, ErrorCode
 from codemodekit.limits import Limits
 from codemodekit.nesting import NESTING_HINT, depth_exceeds
 from codemodekit.observe.tracing import incoming_context
-from codemodekit.search import DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CHARS, SearchError
+from codemodekit.search.search import DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CHARS, SearchError
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
 
     from codemodekit.run import CodeMode, ProgressEvent, RunResult
 
-log = logging.getLogger("codemodekit.mcp_server")
+log = logging.getLogger("codemodekit.server")
 
 RUN_TOOL = "run_typescript"
 SEARCH_TOOL = "search_tools"

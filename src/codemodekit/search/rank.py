@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from codemodekit.catalog import Catalog, ToolDefinition
-from codemodekit.search_text import (
+from codemodekit.catalog.catalog import Catalog, ToolDefinition
+from codemodekit.search.text import (
     ABBREVIATIONS,
     ACTION_VERBS,
     COLLECTION_CUES,

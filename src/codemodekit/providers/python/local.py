@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from codemodekit.catalog import tool_address
+from codemodekit.catalog.catalog import tool_address
 from codemodekit.errors import Diagnostic, ErrorCode, SourceUnavailable
 from codemodekit.providers.base import (
     CallContext,
@@ -35,7 +35,7 @@ from codemodekit.providers.base import (
     ToolSpec,
     closed_message,
 )
-from codemodekit.providers.python_files import unsafe_import, unsafe_roots
+from codemodekit.providers.python.files import unsafe_import, unsafe_roots
 from codemodekit.sandbox.base import ToolCallRejected
 
 ToolFunction = Callable[[Any], Any]

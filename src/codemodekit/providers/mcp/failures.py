@@ -15,7 +15,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from codemodekit.errors import SourceUnavailable
-from codemodekit.providers.mcp_content import sanitize
+from codemodekit.providers.mcp.content import sanitize
 from codemodekit.scrub import Scrubber
 
 

@@ -24,7 +24,7 @@ from codemodekit.providers.base import (
     ToolOutput,
     ToolSpec,
 )
-from codemodekit.providers.mcp_transport import ListingTap
+from codemodekit.providers.mcp.transport import ListingTap
 from codemodekit.scrub import NO_SECRETS, Scrubber
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"

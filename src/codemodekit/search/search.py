@@ -18,10 +18,10 @@ import difflib
 import importlib
 from collections.abc import Callable, Iterable, Mapping
 
-from codemodekit.catalog import Catalog, ToolDefinition
-from codemodekit.search_rank import index_for, score
-from codemodekit.search_rank import top as top_documents
-from codemodekit.search_response import (
+from codemodekit.catalog.catalog import Catalog, ToolDefinition
+from codemodekit.search.rank import index_for, score
+from codemodekit.search.rank import top as top_documents
+from codemodekit.search.response import (
     Detail,
     SearchHit,
     SearchResponse,
@@ -29,7 +29,7 @@ from codemodekit.search_response import (
     json_size,
     output_marker,
 )
-from codemodekit.search_text import (
+from codemodekit.search.text import (
     stem,
     tokenize,
 )

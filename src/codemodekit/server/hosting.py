@@ -26,12 +26,12 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from codemodekit.http_guard import LoopbackGuard, is_loopback
-from codemodekit.mcp_server import RUN_TOOL, SEARCH_TOOL, register_code_mode_tools
+from codemodekit.server.http_guard import LoopbackGuard, is_loopback
+from codemodekit.server.tools import RUN_TOOL, SEARCH_TOOL, register_code_mode_tools
 
 if TYPE_CHECKING:
-    from codemodekit.http_ops import Operations
     from codemodekit.run import CodeMode
+    from codemodekit.server.operations import Operations
 
 HTTP_PATH = "/mcp"
 StdioWire = tuple[Any, Any]
@@ -111,7 +111,7 @@ def http_app(
 
     ``stateless`` uses the SDK's stateless mode: no session, every request self-contained,
     so any replica can answer any request (see docs/operations.md). ``ops`` adds ``/healthz``,
-    ``/readyz``, ``/metrics`` and drain accounting (``codemodekit.http_ops``).
+    ``/readyz``, ``/metrics`` and drain accounting (``codemodekit.server.operations``).
 
     A loopback ``host`` (any address of 127.0.0.0/8, ``::1`` in any spelling, ``localhost``)
     is also behind ``LoopbackGuard`` (Host/Origin validation against DNS rebinding); the

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from codemodekit.bounded_read import UnreadableFile, read_bounded
-from codemodekit.catalog import Catalog
+from codemodekit.catalog.catalog import Catalog
 from codemodekit.errors import CodeModeError, SecretUnavailable, SourceUnavailable
 from codemodekit.providers.base import Discovery, SkippedTool, ToolSpec
 from codemodekit.spec.model import (

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from codemodekit.catalog import ToolDefinition
+from codemodekit.catalog.catalog import ToolDefinition
 
 Detail = Literal["summary", "typescript"]
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import tree_sitter as ts
 
-from codemodekit.compiler_query import REJECTIONS, capture
+from codemodekit.compiler.query import REJECTIONS, capture
 
 _BLANKABLE = re.compile(r"[^\n\r\u2028\u2029]")
 _ASCII_BLANK = bytes(b if b in (0x0A, 0x0D) else 0x20 for b in range(128)) + bytes(128)

@@ -1,0 +1,1 @@
+"""The host side of every tool call: resolve, validate, apply policy, dispatch, bound."""

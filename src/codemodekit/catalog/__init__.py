@@ -1,0 +1,1 @@
+"""The immutable, revisioned catalog of normalized tools, its read-only values and the lock file."""

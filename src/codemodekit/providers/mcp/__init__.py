@@ -1,0 +1,1 @@
+"""Tools from MCP servers over stdio, Streamable HTTP and legacy SSE."""

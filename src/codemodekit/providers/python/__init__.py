@@ -1,0 +1,1 @@
+"""Tools from Python functions: define_tool, @tool and modules of tools."""

@@ -1,0 +1,1 @@
+"""Deterministic lexical search over the active catalog: tokenizer, index and ranking, response."""
