@@ -1,6 +1,6 @@
 """The query's lazily compiled groups are skipped only where they cannot match.
 
-``compiler_query.capture`` runs the core query and, when a script can contain what they
+``compiler.query.capture`` runs the core query and, when a script can contain what they
 match, the groups compiled on first need (start-up cost). Its result must be exactly what
 one query made of every pattern captures: checked on every compiler test case, on scripts
 made of their fragments, and on the fragments with the trigger words moved around.
@@ -12,7 +12,7 @@ import tree_sitter as ts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codemodekit import compiler_query
+from codemodekit.compiler import query as compiler_query
 from codemodekit.compiler.query import LANGUAGE, capture
 from tests.compiler import test_erasure, test_rejections, test_semantics
 

@@ -16,12 +16,12 @@ import sys
 import time
 from typing import Any
 
-from codemodekit.bounded_read import UnreadableFile, read_bounded
 from codemodekit.cli.common import (
     CliExit,
     add_config_argument,
     load_config,
     quiet_library_logs,
+    read_script,
     warn_inert_rules,
     warn_unhealthy,
 )
@@ -48,36 +48,6 @@ def register(sub: Any) -> None:
         "-q", "--quiet", action="store_true", help="no progress and no timing line on stderr"
     )
     parser.set_defaults(func=_run)
-
-
-MAX_SCRIPT_FILE_BYTES = 16 * 1024 * 1024
-"""Most bytes read from a script file or stdin; the spec's ``limits.source_bytes`` (128 KiB
-by default) then applies to the text as to any run (SOURCE_TOO_LARGE)."""
-
-
-def read_script(name: str, *, command: str = "run") -> tuple[str, str]:
-    """``(code, filename)``; a script that is missing, not a regular file, too large or not
-    UTF-8 is one clear line (never a hang on a FIFO or a read of ``/dev/zero``)."""
-    limit = MAX_SCRIPT_FILE_BYTES
-    if name == "-":
-        data, filename = sys.stdin.buffer.read(limit + 1), "<stdin>"
-        if len(data) > limit:
-            raise CliExit(2, f"codemode {command}: standard input is over {limit} bytes")
-    else:
-        filename = name
-        try:
-            data = read_bounded(name, limit)
-        except UnreadableFile as exc:
-            raise CliExit(2, f"codemode {command}: script {name} {exc.reason}") from None
-    try:
-        return data.decode("utf-8-sig"), filename
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise CliExit(
-            2,
-            f"codemode {command}: {filename}:{line}: not UTF-8 text "
-            f"(byte 0x{data[exc.start]:02x} at offset {exc.start}); save the script as UTF-8",
-        ) from None
 
 
 def _run(args: argparse.Namespace) -> int:

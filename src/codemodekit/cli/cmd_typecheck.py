@@ -14,7 +14,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from codemodekit.cli.common import CliExit, add_config_argument, config_path, load_config
+from codemodekit.cli.common import (
+    CliExit,
+    add_config_argument,
+    config_path,
+    load_config,
+    read_script,
+)
 
 
 def register(sub: Any) -> None:
@@ -29,8 +35,6 @@ def register(sub: Any) -> None:
 
 
 def run_typecheck(args: argparse.Namespace) -> int:
-    from codemodekit.cli.cmd_run import read_script
-
     try:
         code, filename = read_script(args.script, command="typecheck")
         spec = load_config(args)

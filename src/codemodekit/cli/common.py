@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from codemodekit.bounded_read import UnreadableFile, read_bounded
 from codemodekit.errors import CodeModeError
 from codemodekit.providers.base import HealthStatus, SourceHealth
 from codemodekit.spec.model import Spec
@@ -171,3 +172,33 @@ def warn_unhealthy(health: Iterable[SourceHealth]) -> None:
                 f"warning: source {h.source!r} is {h.status}: {health_message(h)}",
                 file=sys.stderr,
             )
+
+
+MAX_SCRIPT_FILE_BYTES = 16 * 1024 * 1024
+"""Most bytes read from a script file or stdin; the spec's ``limits.source_bytes`` (128 KiB
+by default) then applies to the text as to any run (SOURCE_TOO_LARGE)."""
+
+
+def read_script(name: str, *, command: str = "run") -> tuple[str, str]:
+    """``(code, filename)``; a script that is missing, not a regular file, too large or not
+    UTF-8 is one clear line (never a hang on a FIFO or a read of ``/dev/zero``)."""
+    limit = MAX_SCRIPT_FILE_BYTES
+    if name == "-":
+        data, filename = sys.stdin.buffer.read(limit + 1), "<stdin>"
+        if len(data) > limit:
+            raise CliExit(2, f"codemode {command}: standard input is over {limit} bytes")
+    else:
+        filename = name
+        try:
+            data = read_bounded(name, limit)
+        except UnreadableFile as exc:
+            raise CliExit(2, f"codemode {command}: script {name} {exc.reason}") from None
+    try:
+        return data.decode("utf-8-sig"), filename
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise CliExit(
+            2,
+            f"codemode {command}: {filename}:{line}: not UTF-8 text "
+            f"(byte 0x{data[exc.start]:02x} at offset {exc.start}); save the script as UTF-8",
+        ) from None

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from codemodekit.run import RunResult
+    from codemodekit.run_result import RunResult
 
 log = logging.getLogger("codemodekit.observe")
 

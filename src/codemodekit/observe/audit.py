@@ -25,7 +25,7 @@ from typing import IO, TYPE_CHECKING, Any
 from codemodekit.observe import BaseObserver, RunStart, ToolCallEvent, run_outcome
 
 if TYPE_CHECKING:
-    from codemodekit.run import RunResult
+    from codemodekit.run_result import RunResult
 
 AUDIT_VERSION = 1
 

@@ -23,7 +23,8 @@ except ImportError as exc:  # pragma: no cover - exercised where the extra is mi
     raise ImportError("metrics need prometheus-client: pip install 'codemodekit[metrics]'") from exc
 
 if TYPE_CHECKING:
-    from codemodekit.run import CodeMode, RunResult
+    from codemodekit.run import CodeMode
+    from codemodekit.run_result import RunResult
 
 DURATION_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 CONTENT_TYPE = CONTENT_TYPE_LATEST

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import httpx
     from opentelemetry.trace import TracerProvider
 
-    from codemodekit.run import RunResult
+    from codemodekit.run_result import RunResult
 
 TRACER_NAME = "codemodekit"
 _state: dict[str, Any] = {"tracer": None}

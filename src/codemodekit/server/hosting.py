@@ -2,7 +2,7 @@
 
 ``create_server(code_mode)`` builds a low-level ``mcp`` server with the two Code Mode tools;
 ``serve_stdio`` and ``serve_http`` run it until cancelled. Binding a non-loopback address
-requires a bearer token, checked in constant time on every HTTP request (``BearerAuth``).
+requires a bearer token, checked in constant time on every HTTP request (``server.bearer``).
 The caller owns signals and the ``CodeMode`` lifecycle (see ``cli/cmd_serve.py``).
 """
 
@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import hmac
 import io
 import os
 import socket
@@ -23,9 +21,9 @@ import uvicorn
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
-from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 
+from codemodekit.server.bearer import BearerAuth
 from codemodekit.server.http_guard import LoopbackGuard, is_loopback
 from codemodekit.server.tools import RUN_TOOL, SEARCH_TOOL, register_code_mode_tools
 
@@ -52,50 +50,6 @@ def create_server(
     )
     register_code_mode_tools(server, code_mode, search=search)
     return server
-
-
-class BearerAuth:
-    """ASGI middleware: every HTTP request needs ``Authorization: Bearer <token>``.
-
-    The scheme is case-insensitive (RFC 6750); the token is compared in constant time
-    (``hmac.compare_digest`` over SHA-256 digests, so not even its length leaks). Anything
-    else gets 401 with ``WWW-Authenticate: Bearer`` and no detail. The token is never logged.
-    """
-
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        if not token:
-            raise ValueError("the bearer token must not be empty")
-        self._app = app
-        self._expected = hashlib.sha256(token.encode()).digest()
-
-    def __repr__(self) -> str:
-        return "BearerAuth(token=***)"
-
-    def _authorized(self, scope: Scope) -> bool:
-        supplied = b""
-        for key, value in scope.get("headers", ()):
-            if key.lower() == b"authorization":
-                supplied = value
-                break
-        scheme, _, token = supplied.strip().partition(b" ")
-        digest = hashlib.sha256(token.strip()).digest()
-        # Compare even when the scheme is wrong, so timing does not tell the two apart.
-        matches = hmac.compare_digest(digest, self._expected)
-        return matches and scheme.lower() == b"bearer"
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket") or self._authorized(scope):
-            await self._app(scope, receive, send)
-            return
-        if scope["type"] == "websocket":
-            await send({"type": "websocket.close", "code": 1008})
-            return
-        response = JSONResponse(
-            {"error": "unauthorized", "message": "a valid bearer token is required"},
-            status_code=401,
-            headers={"WWW-Authenticate": "Bearer"},
-        )
-        await response(scope, receive, send)
 
 
 def http_app(

@@ -11,7 +11,7 @@ bind (all of ``127.0.0.0/8`` and ``::1`` however it is spelt) the same way:
   including the opaque ``null`` origin).
 
 A name an attacker controls can never pass, whatever it resolves to. Non-loopback binds
-require a bearer token instead (see ``mcp_serve.serve_http``).
+require a bearer token instead (see ``server.hosting.serve_http``).
 """
 
 from __future__ import annotations

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from codemodekit.server.bearer import BearerAuth
+
 if TYPE_CHECKING:
     from codemodekit.observe.metrics import CodeModeMetrics
     from codemodekit.run import CodeMode
@@ -107,8 +109,6 @@ class Operations:
         if self.public_metrics:
             guarded_metrics: ASGIApp = metrics
         elif self.metrics_token:
-            from codemodekit.server.hosting import BearerAuth
-
             guarded_metrics = BearerAuth(metrics, self.metrics_token)
         else:
             guarded_metrics = auth(metrics)

@@ -5,11 +5,11 @@ event only by failing the whole stream (legacy SSE: the source is lost), and han
 message to a parser that refuses what is only deeply nested, so one tool with a deep schema
 costs a source its whole ``tools/list``. ``bound_replies`` is an httpx response hook that
 swaps the body stream of every response for one read here first, with the same rules and
-the same outcomes as the stdio reader (``mcp_stdio``):
+the same outcomes as the stdio reader (``providers.mcp.stdio``):
 
 - a JSON body or one SSE event larger than ``max_reply_bytes`` is dropped while it is read
   and replaced by a JSON-RPC error ``REPLY_TOO_LARGE`` for the request it answers;
-- a message the SDK's parser refuses is parsed again (``mcp_stdio.parse_line``): a listed
+- a message the SDK's parser refuses is parsed again (``providers.mcp.stdio.parse_line``): a listed
   tool nested deeper than ``MAX_NESTING`` is set aside, a too-deep result becomes
   ``REPLY_TOO_DEEP`` for its request; the other tools and calls go on;
 - ``gzip``/``deflate`` bodies are decompressed here with the same bound (a small compressed
