@@ -31,6 +31,7 @@ from codemodekit.errors import (
 from codemodekit.limits import Limits
 from codemodekit.nesting import NESTING_HINT, depth_exceeds
 from codemodekit.observe import ObserverSet, RunObserver, RunStart
+from codemodekit.overview import SourceOverview
 from codemodekit.progress import ProgressCallback, ProgressEvent, RunProgress
 from codemodekit.providers.base import (
     Discovery,
@@ -58,6 +59,10 @@ log = logging.getLogger("codemodekit")
 NO_RETURN_HINT = (
     "the code called tools but has no `return` statement, so the result is null: "
     "return the value you need (`return await tools...`)"
+)
+LAST_EXPRESSION_HINT = (
+    "the code has no `return` statement and ends in an expression, whose value is not "
+    "returned (the code is the body of a function): write `return <expression>`"
 )
 _RETURN = re.compile(r"\breturn\b")
 
@@ -158,6 +163,7 @@ class CodeMode:
         self._compiler = compiler or CodeCompiler()
         self._catalog = Catalog((), sources=names)
         self._start_errors: dict[str, str] = {}
+        self._described: dict[str, str] = {}
         self._joining: dict[str, asyncio.Task[Discovery | None]] = {}
         self._start_grace_s = start_grace_s
         self._state: Literal["new", "started", "closed"] = "new"
@@ -234,6 +240,7 @@ class CodeMode:
                 task.add_done_callback(self._joined(name))
             elif (discovery := task.result()) is not None:
                 discoveries[name] = discovery
+                self._described[name] = discovery.description
         self._catalog = Catalog.build(discoveries, sources=names)
 
     def _joined(self, name: str) -> Callable[[asyncio.Task[Discovery | None]], None]:
@@ -243,6 +250,7 @@ class CodeMode:
                 return
             discovery = task.result()
             if discovery is not None:
+                self._described[name] = discovery.description
                 self._catalog = self._catalog.with_source(name, discovery)
                 log.info("source %r came up after start; revision %s", name, self._catalog.revision)
 
@@ -270,6 +278,7 @@ class CodeMode:
             if self._state != "started":
                 return
             self._start_errors.pop(name, None)
+            self._described[name] = discovery.description
             # Swap the whole catalog: readers always see one consistent revision.
             self._catalog = self._catalog.with_source(name, discovery)
             log.info("source %r refreshed; catalog revision %s", name, self._catalog.revision)
@@ -326,6 +335,28 @@ class CodeMode:
                     name, health.kind, health.status, error, health.tools, health.detail
                 )
             out.append(health)
+        return tuple(out)
+
+    def sources_overview(self) -> tuple[SourceOverview, ...]:
+        """Per source: its name, one-line description (``codemode.toml``'s, else the
+        upstream's own), callable and listed tool counts, and health status; what an
+        agent is told when it connects (``codemodekit.overview``)."""
+        out = []
+        for health in self.health:
+            name = health.source
+            configured = self.spec.sources.get(name) if self.spec is not None else None
+            description = getattr(configured, "description", None) or self._described.get(name, "")
+            listed = [t for t in self._catalog.source_tools(name) if t.model_visible]
+            out.append(
+                SourceOverview(
+                    name=name,
+                    kind=health.kind,
+                    description=description,
+                    tools=sum(t.available for t in listed),
+                    listed=len(listed),
+                    status=str(health.status),
+                )
+            )
         return tuple(out)
 
     def runtime_stats(self) -> RuntimeStats:
@@ -488,13 +519,11 @@ class CodeMode:
                     ),
                 )
             warnings = outcome.warnings
-            if (
-                outcome.ok
-                and outcome.value is None
-                and bridge.calls_started
-                and not _RETURN.search(code)
-            ):
-                warnings += (NO_RETURN_HINT,)
+            if outcome.ok and outcome.value is None and not _RETURN.search(code):
+                if bridge.calls_started:
+                    warnings += (NO_RETURN_HINT,)
+                elif self._compiler.ends_in_expression(code):
+                    warnings += (LAST_EXPRESSION_HINT,)
             if outcome.ok and depth_exceeds(outcome.value):
                 # Checked here so a run means the same in-process and through `serve`.
                 too_deep = Diagnostic(

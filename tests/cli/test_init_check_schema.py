@@ -71,6 +71,23 @@ def test_init_into_a_new_folder(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert (code, err) == (0, "")
 
 
+@pytest.mark.parametrize(
+    ("folder", "name"),
+    [("shop-agent", "shop-agent"), ("My Project", "My-Project"), ("  ", "code-mode")],
+)
+def test_init_names_the_project_after_its_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], folder: str, name: str
+) -> None:
+    # The name becomes the MCP server's (and the generated plugin's): not "demo-code-mode".
+    target = tmp_path / folder
+    code, _, _ = run(capsys, "init", str(target))
+    assert code == 0
+    spec = tomllib.loads((target / "codemode.toml").read_text("utf-8"))
+    assert spec["name"] == name
+    code, _, err = run(capsys, "check", "--offline", "-c", str(target / "codemode.toml"))
+    assert (code, err) == (0, "")
+
+
 def test_init_refuses_to_overwrite_without_force(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

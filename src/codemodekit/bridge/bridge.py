@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from codemodekit.bridge.hints import expected_properties
 from codemodekit.bridge.policy import ToolCallRequest, ToolPolicy, decide
 from codemodekit.catalog.catalog import Catalog, ToolDefinition, accessor, tool_address
 from codemodekit.errors import (
@@ -65,14 +66,31 @@ MAX_SUGGEST_CHARS = 128
 difflib over a large catalog with a megabyte-long name held the event loop for seconds."""
 
 
-def _suggest(word: str, candidates: list[str], shown: Callable[[str], str]) -> str:
-    """`` Did you mean `tools["deploy-api"]`?``: each candidate as code would write it."""
-    if len(word) > MAX_SUGGEST_CHARS:
+LISTED_NAMES = 20
+"""At most this many names are listed when none is close to an unknown one."""
+
+
+def _suggest(
+    word: str, candidates: list[str], shown: Callable[[str], str], what: str = "tools"
+) -> str:
+    """`` Did you mean `tools["deploy-api"]`?``: each candidate as code would write it; when
+    none is close, the available ones (at most ``LISTED_NAMES``), so a first guess that
+    was far off still learns the real names."""
+    close = []
+    if len(word) <= MAX_SUGGEST_CHARS:
+        close = difflib.get_close_matches(word, candidates, n=3, cutoff=0.6)
+    if close:
+        return " Did you mean " + " or ".join(f"`{shown(c)}`" for c in close) + "?"
+    if not candidates:
         return ""
-    close = difflib.get_close_matches(word, candidates, n=3, cutoff=0.6)
-    if not close:
-        return ""
-    return " Did you mean " + " or ".join(f"`{shown(c)}`" for c in close) + "?"
+    listed = sorted(candidates)[:LISTED_NAMES]
+    more = len(candidates) - len(listed)
+    return (
+        f" Available {what}: "
+        + ", ".join(f"`{shown(c)}`" for c in listed)
+        + (f" (and {more} more)" if more else "")
+        + "."
+    )
 
 
 _JSON_SCALARS = (str, int, bool, type(None))
@@ -190,7 +208,9 @@ class ToolBridge:
             raise self._reject(
                 ErrorCode.SOURCE_NOT_FOUND,
                 f"there is no tool source {source!r}."
-                + _suggest(source, list(catalog.sources), lambda c: "tools" + accessor(c))
+                + _suggest(
+                    source, list(catalog.sources), lambda c: "tools" + accessor(c), "sources"
+                )
                 + " Use search_tools to find tools.",
                 address=address,
                 source=source,
@@ -213,7 +233,7 @@ class ToolBridge:
             raise self._reject(
                 ErrorCode.TOOL_NOT_FOUND,
                 f"source {source!r} has no tool {tool!r}."
-                + _suggest(tool, names, lambda c: tool_address(source, c)),
+                + _suggest(tool, names, lambda c: tool_address(source, c), f"tools of {source!r}"),
                 address=address,
                 source=source,
             )
@@ -340,7 +360,10 @@ class ToolBridge:
         if issue is not None:
             raise self._reject(
                 ErrorCode.TOOL_INPUT_INVALID,
-                f"invalid input for {address} at {issue.path}: {issue.message}",
+                f"invalid input for {address} at {issue.path}: "
+                + bounded(issue.message.rstrip("."), 400)
+                + "."
+                + expected_properties(definition.input_schema),
                 address=address,
                 source=source,
                 details=(("path", issue.path),),
@@ -425,7 +448,8 @@ class ToolBridge:
         except TimeoutError:
             raise self._reject(
                 ErrorCode.TOOL_TIMEOUT,
-                f"{address} did not answer within {self._limits.tool_call_time_ms} ms",
+                f"{address} did not answer within {self._limits.tool_call_time_ms} ms "
+                "(tool_call_time_ms)",
                 address=address,
                 source=source,
             ) from None

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import sys
 from importlib import resources
 from pathlib import Path
@@ -42,15 +44,29 @@ def register(sub: Any) -> None:
     parser.set_defaults(func=run_init)
 
 
-def starter_files() -> dict[str, str]:
+EXAMPLE_NAME = 'name = "demo-code-mode"'
+"""The example spec's name line; ``init`` names the project after its folder instead."""
+
+
+def project_name(folder: Path) -> str:
+    """The folder's name as a server name (it becomes the MCP server's and the plugin's
+    name): spaces and other punctuation become ``-``; ``code-mode`` when nothing is left."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", folder.resolve().name).strip("-.")
+    return name or "code-mode"
+
+
+def starter_files(folder: Path | None = None) -> dict[str, str]:
     """``{name: text}`` of the files ``init`` writes (the spec always; the script when the
-    installed package ships it)."""
+    installed package ships it). The spec's ``name`` is ``folder``'s name when given."""
     package = resources.files("codemodekit.examples")
     files = {}
     for name in STARTER_FILES:
         item = package.joinpath(name)
         if item.is_file() or name == "codemode.toml":
             files[name] = item.read_text(encoding="utf-8")
+    if folder is not None and EXAMPLE_NAME in files["codemode.toml"]:
+        named = f"name = {json.dumps(project_name(folder))}"
+        files["codemode.toml"] = files["codemode.toml"].replace(EXAMPLE_NAME, named, 1)
     from codemodekit.spec.jsonschema import render_json_schema
 
     files[SCHEMA_FILE] = render_json_schema()
@@ -62,7 +78,7 @@ def run_init(args: argparse.Namespace) -> int:
     if target.exists() and not target.is_dir():
         print(f"codemode init: {args.dir} exists and is not a folder", file=sys.stderr)
         return 2
-    files = starter_files()
+    files = starter_files(target)
     existing = [name for name in files if (target / name).exists()]
     if existing and not args.force:
         shown = ", ".join(str(target / name) for name in existing)

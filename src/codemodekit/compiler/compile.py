@@ -21,6 +21,7 @@ import time
 
 import tree_sitter as ts
 
+from codemodekit.compiler.ending import ends_in_expression
 from codemodekit.compiler.erase import plan_erasure, render
 from codemodekit.compiler.location import LINE_BREAK, user_location
 from codemodekit.compiler.query import LANGUAGE
@@ -100,6 +101,15 @@ class CodeCompiler:
         if root.has_error:
             return None
         return referenced_sources(root)
+
+    def ends_in_expression(self, source: str) -> bool:
+        """Whether ``source`` parses and its last statement is a bare expression (``x``),
+        whose value is not returned: the body needs an explicit ``return``."""
+        try:
+            root = self._parse(source.encode("utf-8", "surrogatepass"))
+        except CompileFailure:
+            return False
+        return not root.has_error and ends_in_expression(root)
 
     def compile(self, source: str, *, max_source_bytes: int) -> CompiledProgram:
         try:

@@ -56,6 +56,9 @@ class SkippedTool:
 class Discovery:
     tools: tuple[ToolSpec, ...] = ()
     skipped: tuple[SkippedTool, ...] = ()
+    description: str = ""
+    """What the upstream says it is (MCP server info, OpenAPI title, module docstring); told
+    to the model with the source's name unless ``codemode.toml`` gives a description."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from codemodekit.sandbox._warm import prelude_source as prelude_source
 from codemodekit.sandbox._warm import prepare_context
 from codemodekit.sandbox._watchdog import WATCHDOG, Slice, Watchdog
 from codemodekit.sandbox.base import CompiledProgram, LogEntry
+from codemodekit.sandbox.hints import missing_global_hint
 
 MAX_CALLS_PER_SLICE = 1024
 """Queued tool calls handed to the host per slice; the rest wait in the sandbox."""
@@ -418,7 +419,9 @@ class Engine:
             # After an out-of-memory the engine may not even manage to build the message.
             return self._memory_limit()
         return Diagnostic(
-            ErrorCode.UNCAUGHT_EXCEPTION, _bounded(first), location=self._location(stack)
+            ErrorCode.UNCAUGHT_EXCEPTION,
+            _bounded(missing_global_hint(first)),
+            location=self._location(stack),
         )
 
     def _syntax_error(self, report: dict[str, Any]) -> Diagnostic:
@@ -477,7 +480,7 @@ class Engine:
         text = f"{name}: {message}" if name and message else (name or message or "Error")
         return Diagnostic(
             ErrorCode.UNCAUGHT_EXCEPTION,
-            _bounded(text),
+            _bounded(missing_global_hint(text)),
             location=self._location(str(report.get("stack") or "")),
         )
 

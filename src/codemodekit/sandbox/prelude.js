@@ -393,8 +393,16 @@
   };
   // The root: `tools.<source>` (any name, `then` and `toString` included) is a namespace.
   const rootHandler = readOnly(record());
+  // `String(tools)` and `${tools}`: every string key is a source, so the conversion is
+  // answered through Symbol.toPrimitive, as printing shows it.
+  const rootText = named("codemode$toPrimitive", () => "[tools]");
+  const toPrimitiveKey = Symbol.toPrimitive;
   rootHandler.get = named("codemode$get", (_target, key) =>
-    typeof key === "string" ? reference(key, "") : undefined,
+    typeof key === "string"
+      ? reference(key, "")
+      : key === toPrimitiveKey
+        ? rootText
+        : undefined,
   );
   const tools = new ProxyCtor(freeze(record()), rootHandler);
 

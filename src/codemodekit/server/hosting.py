@@ -23,9 +23,10 @@ from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp
 
+from codemodekit import __version__
 from codemodekit.server.bearer import BearerAuth
 from codemodekit.server.http_guard import LoopbackGuard, is_loopback
-from codemodekit.server.tools import RUN_TOOL, SEARCH_TOOL, register_code_mode_tools
+from codemodekit.server.tools import register_code_mode_tools, server_instructions
 
 if TYPE_CHECKING:
     from codemodekit.run import CodeMode
@@ -41,12 +42,15 @@ MAX_STDIO_LINE = 64 * 1024 * 1024
 def create_server(
     code_mode: CodeMode, *, search: bool = True, instructions: str | None = None
 ) -> Server[Any]:
-    """A new low-level ``mcp`` server named after ``code_mode`` with the Code Mode tools."""
+    """A new low-level ``mcp`` server named after ``code_mode`` with the Code Mode tools.
+
+    Its ``instructions`` name the sources as they are now (enter ``code_mode`` first), each
+    with its description and tool count; ``serverInfo.version`` is this package's version.
+    """
     server: Server[Any] = Server(
         code_mode.name,
-        instructions=instructions
-        or f"Use {RUN_TOOL} to call this server's tools from TypeScript"
-        + (f"; use {SEARCH_TOOL} to find them." if search else "."),
+        version=__version__,
+        instructions=instructions or server_instructions(code_mode, search=search),
     )
     register_code_mode_tools(server, code_mode, search=search)
     return server

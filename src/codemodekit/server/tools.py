@@ -28,7 +28,7 @@ import dataclasses
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import mcp_types as types
@@ -36,11 +36,14 @@ from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
+from codemodekit.catalog.catalog import accessor
 from codemodekit.errors import Diagnostic, ErrorCode
 from codemodekit.limits import Limits
 from codemodekit.nesting import NESTING_HINT, depth_exceeds
 from codemodekit.observe.tracing import incoming_context
+from codemodekit.overview import MAX_SOURCES_LISTED, overview_text
 from codemodekit.search.search import DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CHARS, SearchError
+from codemodekit.server.media import split_media
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -65,8 +68,19 @@ CODE_DESCRIPTION = (
 )
 
 
-def run_description(limits: Limits, *, search: bool = True) -> str:
-    """The ``run_typescript`` description: the runtime rules, compactly; never the catalog."""
+def sources_line(names: Sequence[str]) -> str:
+    """``Sources: `tools.github`, `tools["deploy-api"]`.`` (bounded; names only, so the
+    description stays the same while the catalog changes)."""
+    if not names:
+        return ""
+    shown = ", ".join(f"`tools{accessor(n)}`" for n in names[:MAX_SOURCES_LISTED])
+    more = len(names) - MAX_SOURCES_LISTED
+    return f"Sources: {shown}" + (f" and {more} more" if more > 0 else "") + ".\n"
+
+
+def run_description(limits: Limits, *, search: bool = True, sources: Sequence[str] = ()) -> str:
+    """The ``run_typescript`` description: the runtime rules, compactly, and the sources'
+    names; never the catalog (its tools change while the server runs)."""
     where = (
         f'Find tools with `{SEARCH_TOOL}` (detail "typescript" gives exact declarations) '
         "or read the generated tools.d.ts declarations."
@@ -87,6 +101,7 @@ def run_description(limits: Limits, *, search: bool = True) -> str:
         f"- Limits per run: {limits.compute_time_ms} ms compute, {limits.wall_time_ms} ms wall, "
         f"{limits.max_tool_calls} tool calls ({limits.max_concurrent_tool_calls} at once), "
         f"result {limits.final_result_bytes} bytes, source {limits.source_bytes} bytes.\n"
+        f"{sources_line(sources)}"
         f"{where}\n"
         "On failure you get a diagnostic (code, message, line:column): fix the code and retry."
     )
@@ -193,11 +208,13 @@ def run_result_to_mcp(result: RunResult, code: str) -> types.CallToolResult:
         hints = "\n".join(f"warning: {w}" for w in result.warnings)
         logs = hints if logs is None else f"{hints}\n{logs}"
     if result.ok:
-        text = json.dumps(result.value, ensure_ascii=False, default=str)
-        content = [types.TextContent(type="text", text=text)]
+        shown, media = split_media(result.value)
+        text = json.dumps(shown, ensure_ascii=False, default=str)
+        content: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
+        content += media  # images and audio as themselves (server/media.py)
         if logs:
             content.append(types.TextContent(type="text", text=logs))
-        return types.CallToolResult(content=list(content), structured_content=structured)
+        return types.CallToolResult(content=content, structured_content=structured)
     diagnostic = result.diagnostic
     if diagnostic is None:  # a failed result always carries one; stay safe anyway
         text = "the run failed without a diagnostic"
@@ -448,7 +465,9 @@ def _register_mcpserver(server: MCPServer[Any], code_mode: CodeMode, *, search: 
     server.add_tool(
         run_typescript,
         name=RUN_TOOL,
-        description=run_description(code_mode.limits, search=search),
+        description=run_description(
+            code_mode.limits, search=search, sources=tuple(code_mode.providers)
+        ),
         annotations=_RUN_ANNOTATIONS,
     )
     if not search:
@@ -486,7 +505,9 @@ def _register_lowlevel(server: Server[Any], code_mode: CodeMode, *, search: bool
     ours: dict[str, types.Tool] = {
         RUN_TOOL: types.Tool(
             name=RUN_TOOL,
-            description=run_description(code_mode.limits, search=search),
+            description=run_description(
+                code_mode.limits, search=search, sources=tuple(code_mode.providers)
+            ),
             input_schema=RUN_INPUT_SCHEMA,
             annotations=_RUN_ANNOTATIONS,
         )
@@ -552,6 +573,19 @@ def _register_lowlevel(server: Server[Any], code_mode: CodeMode, *, search: bool
     server.get_tool_input_schema = input_schema
 
 
+def server_instructions(code_mode: CodeMode, *, search: bool = True) -> str:
+    """The server's ``instructions``: how to use the two tools and the sources, each with
+    its description and tool count (``codemodekit.overview``). For a consumer's own server,
+    pass this as its ``instructions``."""
+    head = f"Use {RUN_TOOL} to call this server's tools from TypeScript" + (
+        f"; use {SEARCH_TOOL} to find them (by words, or `source` for one source's tools)."
+        if search
+        else "."
+    )
+    sources = overview_text(code_mode.sources_overview())
+    return f"{head}\n{sources}" if sources else head
+
+
 __all__ = [
     "PROGRESS_PER_SECOND",
     "RUN_TOOL",
@@ -561,4 +595,5 @@ __all__ = [
     "register_code_mode_tools",
     "run_description",
     "run_result_to_mcp",
+    "server_instructions",
 ]

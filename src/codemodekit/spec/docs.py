@@ -128,11 +128,19 @@ def render_spec_reference() -> str:
             groups=(
                 (
                     "A local server over stdio:",
-                    ("type", "command", "args", "env", "cwd", "trust_annotations"),
+                    ("type", "command", "args", "env", "cwd", "description", "trust_annotations"),
                 ),
                 (
                     "A remote server over HTTP:",
-                    ("type", "url", "transport", "headers", "timeout_ms", "trust_annotations"),
+                    (
+                        "type",
+                        "url",
+                        "transport",
+                        "headers",
+                        "timeout_ms",
+                        "description",
+                        "trust_annotations",
+                    ),
                 ),
             ),
         ),

@@ -313,6 +313,7 @@ def _source(
                 cwd=None if item.cwd is None else _path(root, item.cwd),
                 timeout_ms=item.timeout_ms,
                 trust_annotations=item.trust_annotations,
+                description=item.description,
             )
         assert item.url is not None  # checked by _mcp_issues
         return McpHttpSource(
@@ -322,6 +323,7 @@ def _source(
             headers=_secrets(name, "headers", item.headers),
             timeout_ms=item.timeout_ms,
             trust_annotations=item.trust_annotations,
+            description=item.description,
         )
     if isinstance(item, RawOpenApiSource):
         auth = {k: v for k, v in item.auth.model_dump().items() if v is not None}
@@ -334,12 +336,14 @@ def _source(
             exclude=tuple(item.exclude),
             timeout_ms=item.timeout_ms,
             trust_annotations=item.trust_annotations,
+            description=item.description,
         )
     return PythonSource(
         name=name,
         module=item.module,
         path=tuple(_path(root, p) for p in item.path),
         trust_annotations=item.trust_annotations,
+        description=item.description,
     )
 
 

@@ -118,6 +118,8 @@ class McpStdioSource:
     timeout_ms: int | None = None
     """Connect and discovery timeout; ``None`` means the library default."""
     trust_annotations: bool = False
+    description: str | None = None
+    """Told to the model with the source's name; ``None``: the upstream's own."""
     """``read_only`` policy rules believe this source's ``readOnlyHint`` (opt-in)."""
     kind: Literal["mcp"] = "mcp"
 
@@ -130,6 +132,8 @@ class McpHttpSource:
     headers: Mapping[str, SecretTemplate] = field(default_factory=dict)
     timeout_ms: int | None = None
     trust_annotations: bool = False
+    description: str | None = None
+    """Told to the model with the source's name; ``None``: the upstream's own."""
     kind: Literal["mcp"] = "mcp"
 
 
@@ -147,6 +151,8 @@ class OpenApiSource:
     timeout_ms: int | None = None
     """Bound on loading the document at start; ``None`` means 60 s."""
     trust_annotations: bool = False
+    description: str | None = None
+    """Told to the model with the source's name; ``None``: the upstream's own."""
     kind: Literal["openapi"] = "openapi"
 
 
@@ -157,6 +163,8 @@ class PythonSource:
     path: tuple[Path, ...] = ()
     """Extra import roots (the spec file's folder is always one)."""
     trust_annotations: bool = False
+    description: str | None = None
+    """Told to the model with the source's name; ``None``: the upstream's own."""
     kind: Literal["python"] = "python"
 
 

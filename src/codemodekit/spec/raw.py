@@ -172,6 +172,19 @@ def _trust_annotations_field() -> Any:
     )
 
 
+def _description_field() -> Any:
+    """The same `description` key on every kind of source."""
+    return _field(
+        None,
+        "What this source offers, in one line, told to the model with the source's name "
+        "when it connects. Absent: the upstream's own (MCP server info, OpenAPI "
+        "`info.title`, the Python module's docstring).",
+        'description = "Issues, pull requests and code of our GitHub organization"',
+        min_length=1,
+        max_length=500,
+    )
+
+
 # --- [policy] ---------------------------------------------------------------------------
 
 Decision = Literal["allow", "deny"]
@@ -279,6 +292,7 @@ class RawMcpSource(_Raw):
         "Connect and tool-discovery timeout in milliseconds; absent means the library default.",
         "timeout_ms = 10000",
     )
+    description: PlainStr | None = _description_field()
     trust_annotations: bool = _trust_annotations_field()
 
     @field_validator("url")
@@ -354,6 +368,7 @@ class RawOpenApiSource(_Raw):
         "means the library default (60000).",
         "timeout_ms = 120000",
     )
+    description: PlainStr | None = _description_field()
     trust_annotations: bool = _trust_annotations_field()
 
 
@@ -372,6 +387,7 @@ class RawPythonSource(_Raw):
         "Extra import roots, relative to this file (this file's folder is always one).",
         'path = ["src"]',
     )
+    description: PlainStr | None = _description_field()
     trust_annotations: bool = _trust_annotations_field()
 
 

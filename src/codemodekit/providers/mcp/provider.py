@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -51,6 +52,7 @@ from codemodekit.providers.base import (
     ToolOutput,
     closed_message,
 )
+from codemodekit.providers.describe import server_description
 from codemodekit.providers.mcp.content import (
     error_text,
     list_all_tools,
@@ -442,10 +444,13 @@ class McpToolProvider:
         discovery = await list_all_tools(
             client, protocol_version=protocol_version, provenance=provenance, tap=tap
         )
+        described = server_description(server)
         if not tap.set_aside:
-            return discovery
+            return dataclasses.replace(discovery, description=described)
         aside = tuple(SkippedTool(name, why) for name, why in tap.set_aside)
-        return Discovery(tools=discovery.tools, skipped=discovery.skipped + aside)
+        return Discovery(
+            tools=discovery.tools, skipped=discovery.skipped + aside, description=described
+        )
 
     def _reading_large(self, conn: _Connection, size: int | None) -> None:
         """A large reply is being read: degraded while it lasts, so health tells why."""

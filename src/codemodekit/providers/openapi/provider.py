@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Mapping
@@ -23,6 +24,7 @@ from codemodekit.providers.base import (
     ToolOutput,
     closed_message,
 )
+from codemodekit.providers.describe import document_title
 from codemodekit.providers.openapi import http
 from codemodekit.providers.openapi.document import OpenApiDocument, load_document
 from codemodekit.providers.openapi.operations import OperationPlan, build, source_base_url
@@ -153,7 +155,7 @@ class OpenApiToolProvider:
         http.unwatch_logs(self._scrub)
         self._scrub = Scrubber(self._credentials.secrets())
         http.watch_logs(self._scrub)
-        return built.discovery
+        return dataclasses.replace(built.discovery, description=document_title(document.root))
 
     async def call_tool(self, name: str, arguments: JsonObject, context: CallContext) -> ToolOutput:
         plan = self._plans.get(name)

@@ -35,6 +35,7 @@ from codemodekit.providers.base import (
     ToolSpec,
     closed_message,
 )
+from codemodekit.providers.describe import docstring_line, one_line
 from codemodekit.providers.python.files import unsafe_import, unsafe_roots
 from codemodekit.sandbox.base import ToolCallRejected
 
@@ -206,9 +207,10 @@ class LocalToolProvider:
 
     kind = "python"
 
-    def __init__(self, name: str, tools: Mapping[str, LocalTool]) -> None:
+    def __init__(self, name: str, tools: Mapping[str, LocalTool], *, description: str = "") -> None:
         self._name = name
         self._tools = dict(tools)
+        self._description = description
         self._closed = False
         self._executor: ThreadPoolExecutor | None = None
 
@@ -231,7 +233,10 @@ class LocalToolProvider:
     async def start(self, on_change: DiscoveryListener) -> Discovery:
         if self._closed:
             raise SourceUnavailable(closed_message(self._name))
-        return Discovery(tools=tuple(tool.spec(name) for name, tool in self._tools.items()))
+        return Discovery(
+            tools=tuple(tool.spec(name) for name, tool in self._tools.items()),
+            description=self._description,
+        )
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: CallContext
@@ -309,11 +314,16 @@ class LocalToolProvider:
             self._executor = None
 
 
-def local(name: str, tools: Mapping[str, LocalTool] | Iterable[LocalTool]) -> LocalToolProvider:
+def local(
+    name: str,
+    tools: Mapping[str, LocalTool] | Iterable[LocalTool],
+    *,
+    description: str = "",
+) -> LocalToolProvider:
     """A source named ``name`` (the namespace) of Python tools.
 
     ``tools`` maps tool names to ``define_tool`` results, or is an iterable of tools that
-    were given ``name=``.
+    were given ``name=``. ``description`` (one line) is told to the model with the name.
     """
     _check_source_name(name)
     if isinstance(tools, Mapping):
@@ -329,7 +339,7 @@ def local(name: str, tools: Mapping[str, LocalTool] | Iterable[LocalTool]) -> Lo
             raise TypeError(f"local(): {key!r} is not a tool made with define_tool")
         if not isinstance(key, str) or not key:
             raise ValueError(f"local(): tool names must be non-empty strings, got {key!r}")
-    return LocalToolProvider(name, table)
+    return LocalToolProvider(name, table, description=one_line(description))
 
 
 def _check_source_name(name: object) -> None:
@@ -428,6 +438,7 @@ class PythonModuleProvider(LocalToolProvider):
             )
             raise SourceUnavailable(self._error)
         self._error = None
+        self._description = docstring_line(module.__doc__)
         return await super().start(on_change)
 
     def health(self) -> SourceHealth:
