@@ -39,17 +39,20 @@ async def test_everyday_needs_find_their_tools(tmp_path: Path) -> None:
         assert tools["petstore"] >= 19 and tools["memory"] == 9, tools  # uploadFile may skip
         pets = cm.search("pets that are available for sale")
         remember = cm.search("remember a fact about a person")
-        forget = cm.search("forget a fact about a person")
+        observe = cm.search("add an observation about an entity")
         remove = cm.search("delete a pet")
     # "available" is a value of findPetsByStatus's status; a need naming no destructive
     # action ranks deletePet below the tools that read or add.
     names = [h.name for h in pets.hits]
     assert names[0] == "findPetsByStatus", names
     assert names.index("deletePet") > names.index("addPet"), names
-    # remember ~ memory (the source), fact ~ observation: the memory server's tools.
-    assert remember.hits[0].address == "tools.memory.add_observations", remember.to_text()
-    assert all(h.source == "memory" for h in remember.hits[:5])
-    assert forget.hits[0].address == "tools.memory.delete_observations", forget.to_text()
+    # No vocabulary maps "remember"/"fact"/"person" to the memory server's words any more
+    # (it existed for this one query, issue 22): the search says it has no good match
+    # instead of presenting unrelated hits as answers, and the tool's own words find it.
+    assert remember.weak and remember.hits == (), remember.to_text()
+    assert remember.note == "no tool matched; try fewer or more general words, or another source"
+    assert observe.hits[0].address == "tools.memory.add_observations", observe.to_text()
+    assert not observe.weak
     # Naming the destructive action brings the destructive tool first.
     assert remove.hits[0].name == "deletePet"
 

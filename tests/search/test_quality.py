@@ -19,14 +19,33 @@ from tests.fixtures.search.catalog_fixture import (
 from codemodekit import CodeMode, load_spec
 from codemodekit.search.search import search_catalog
 
-# Measured 0.93 (94 of 101) on the fixture and 0.93 (90 of 97) through the OpenAPI provider
-# when this floor was set; see benchmarks/bench_search.py and docs/adr/0012.
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "search"
+# Two kinds of query sets (tests/fixtures/search/README.md, docs/adr/0031):
+# - the FIT set: every set the ranking was ever designed or tuned on (queries.json,
+#   queries_heldout.json, queries_heldout_2026_12.json) and queries_misses_fit.json;
+# - the FLOOR set, queries_heldout_h20.json: written before the ranking changes of issue 20
+#   and committed on its own first; never used to choose a rule, a word or a weight.
+FIT_FILES = ("queries_heldout.json", "queries_heldout_2026_12.json")
+FLOOR_FILE = FIXTURES / "queries_heldout_h20.json"
 RECALL_AT_5_FLOOR = 0.85
-# The ranking rules of 2026-12-01 (ADR 0012) were tuned on queries.json and
-# queries_heldout.json: recall@1 0.901 (91 of 101) on queries.json.
-RECALL_AT_1_FLOOR = 0.90
-HELD_OUT = Path(__file__).parents[1] / "fixtures" / "search" / "queries_heldout.json"
-HELD_OUT_2 = Path(__file__).parents[1] / "fixtures" / "search" / "queries_heldout_2026_12.json"
+"""Recall@5 of the needs through the real OpenAPI provider (full descriptions)."""
+
+
+def _load(name: str | Path) -> list[dict[str, Any]]:
+    path = name if isinstance(name, Path) else FIXTURES / name
+    cases: list[dict[str, Any]] = json.loads(path.read_text("utf-8"))
+    return cases
+
+
+def _fit_needs() -> list[dict[str, Any]]:
+    return [*fixture_queries(), *(c for f in FIT_FILES for c in _load(f))]
+
+
+def _recall(cases: list[dict[str, Any]]) -> tuple[float, float]:
+    ranks = _ranks(cases)
+    at1 = sum(r == 1 for r in ranks) / len(ranks)
+    at5 = sum(r is not None and r <= 5 for r in ranks) / len(ranks)
+    return at1, at5
 
 
 def test_fixture_is_real_and_large_enough() -> None:
@@ -40,19 +59,7 @@ def test_fixture_is_real_and_large_enough() -> None:
         assert set(case["expected"]) <= names, case
 
 
-def test_recall_at_5_on_agent_phrased_queries() -> None:
-    catalog = fixture_catalog_built()
-    assert len(catalog.available_tools) == len(fixture_tools())
-    found = 0
-    for case in fixture_queries():
-        response = search_catalog(catalog, case["query"], limit=5)
-        keys = {f"{hit.source}.{hit.name}" for hit in response.hits}
-        found += bool(keys & set(case["expected"]))
-    recall = found / len(fixture_queries())
-    assert recall >= RECALL_AT_5_FLOOR, f"recall@5 {recall:.3f}"
-
-
-def _ranks(cases: list[dict[str, Any]] | tuple[dict[str, Any], ...]) -> list[int | None]:
+def _ranks(cases: list[dict[str, Any]]) -> list[int | None]:
     catalog = fixture_catalog_built()
     out: list[int | None] = []
     for case in cases:
@@ -61,39 +68,44 @@ def _ranks(cases: list[dict[str, Any]] | tuple[dict[str, Any], ...]) -> list[int
     return out
 
 
-def test_recall_at_1_on_the_development_queries() -> None:
-    ranks = _ranks(fixture_queries())
-    at1 = sum(r == 1 for r in ranks) / len(ranks)
-    at5 = sum(r is not None and r <= 5 for r in ranks) / len(ranks)
-    assert at1 >= RECALL_AT_1_FLOOR, f"recall@1 {at1:.3f}"
-    assert at5 >= 0.95, f"recall@5 {at5:.3f} (0.931 before the recall@1 work)"
+def test_recall_on_the_fit_set() -> None:
+    # 161 needs; measured recall@1 0.870, recall@5 0.969 (0.839 / 0.963 before issue 20's
+    # changes, with the one-query vocabulary that issue 22 removed).
+    needs = _fit_needs()
+    assert len(needs) == 161
+    at1, at5 = _recall(needs)
+    assert at1 >= 0.85, f"recall@1 {at1:.3f}"
+    assert at5 >= 0.95, f"recall@5 {at5:.3f}"
 
 
-def test_the_untuned_held_out_set() -> None:
-    # queries_heldout_2026_12.json: 30 needs written before the 2026-12-01 ranking rules and
-    # never tuned on. Blind before them: recall@1 0.767, recall@5 0.933; after: 0.700 and
-    # 0.900 (reported in docs/adr/0012; this floor only catches a collapse).
-    cases = json.loads(HELD_OUT_2.read_text("utf-8"))
+def test_recall_on_the_floor_set_never_tuned_on() -> None:
+    # 44 needs, never tuned on. Measured before the changes of issue 20: recall@1 0.659,
+    # recall@5 0.864; after: 0.682 and 0.864. Issue 20 asks for 0.85 / 0.95: NOT met by
+    # this lexical model (docs/adr/0031). This floor catches a collapse; raise it only
+    # with a change chosen on the fit set.
+    cases = _load(FLOOR_FILE)
     names = {f"{t['source']}.{t['name']}" for t in fixture_tools()}
-    assert len(cases) == 30 and all(set(c["expected"]) <= names for c in cases)
-    ranks = _ranks(cases)
-    assert sum(r is not None and r <= 5 for r in ranks) / len(ranks) >= 0.80
+    assert all(set(c["expected"]) <= names for c in cases)
+    needs = [c for c in cases if c["expected"]]
+    assert len(needs) == 44
+    at1, at5 = _recall(needs)
+    assert at1 >= 0.65, f"recall@1 {at1:.3f}"
+    assert at5 >= 0.84, f"recall@5 {at5:.3f}"
 
 
-def test_recall_at_5_on_the_second_held_out_set() -> None:
-    # queries_heldout.json: 30 needs written after the ranking existed, scored blind at
-    # 0.800 (24 of 30); two generic rules followed (a plural or "all/every" need prefers a
-    # listing tool; "stop <verb>ing" finds ``un<verb>``), after which it scores 0.900.
+def test_a_need_no_tool_answers_is_reported_as_a_weak_match() -> None:
     catalog = fixture_catalog_built()
-    cases = json.loads((HELD_OUT).read_text("utf-8"))
-    names = {f"{t['source']}.{t['name']}" for t in fixture_tools()}
-    found = 0
-    for case in cases:
-        assert set(case["expected"]) <= names, case
-        response = search_catalog(catalog, case["query"], limit=5)
-        found += bool({f"{hit.source}.{hit.name}" for hit in response.hits} & set(case["expected"]))
-    recall = found / len(cases)
-    assert len(cases) == 30 and recall >= RECALL_AT_5_FLOOR, f"recall@5 {recall:.3f}"
+    misses = _load("queries_misses_fit.json")
+    flagged = [c["query"] for c in misses if search_catalog(catalog, c["query"]).weak]
+    # Measured on the fit side: 6 of 8 misses flagged, 1 of 161 real needs.
+    assert len(flagged) >= 6, flagged
+    real = [c["query"] for c in _fit_needs() if search_catalog(catalog, c["query"]).weak]
+    assert len(real) <= 2, real
+    picture = search_catalog(catalog, "show a picture", limit=3)
+    assert picture.weak and picture.note is not None
+    closest = ", ".join(h.address for h in picture.hits)
+    assert picture.note.startswith(f"no tool matches 'show a picture' well; closest: {closest}.")
+    assert picture.to_json()["weak"] is True
 
 
 @pytest.mark.slow

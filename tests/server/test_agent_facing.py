@@ -324,3 +324,15 @@ async def test_tool_timeout_names_its_limit() -> None:
         result = await cm.run("return await tools.slow.hang({})")
     assert result.diagnostic is not None and result.diagnostic.code == "TOOL_TIMEOUT"
     assert "(tool_call_time_ms)" in result.diagnostic.message
+
+
+# -- 6. search that admits a miss ---------------------------------------------------------------
+async def test_search_tools_says_when_no_tool_matches_well(code_mode: CodeMode) -> None:
+    async with Client(create_server(code_mode)) as client:
+        miss = await client.call_tool("search_tools", {"query": "show a picture of the weather"})
+        hit = await client.call_tool("search_tools", {"query": "find a pet by id"})
+    text = _text(miss)
+    assert "note: no tool matches 'show a picture of the weather' well; closest: " in text
+    assert miss.structured_content is not None and miss.structured_content["weak"] is True
+    assert "no tool matches" not in _text(hit)
+    assert hit.structured_content is not None and "weak" not in hit.structured_content

@@ -22,14 +22,16 @@ from codemodekit.search.text import (
     ABBREVIATIONS,
     ACTION_VERBS,
     COLLECTION_CUES,
-    CONCEPTS,
     DESTRUCTIVE_VERBS,
     FIRST_PERSON,
     NEGATING_VERBS,
+    QUANTITY_CUES,
+    QUANTITY_TERMS,
     SELF_TERMS,
     STOPWORDS,
     SYNONYMS,
     normalized,
+    root,
     stem,
     tokenize,
     words,
@@ -43,31 +45,37 @@ _PREFIX_BONUS = 1_000.0
 _K1 = 1.2
 # (weight, length normalization b) per field: the name says most about what a tool does.
 _FIELDS: dict[str, tuple[float, float]] = {
-    "name": (2.0, 0.5),
+    "name": (1.19, 0.5),
     "source": (1.0, 0.0),
-    "lead": (1.0, 0.5),
-    "description": (0.5, 0.75),
+    "lead": (2.0, 0.5),
+    "description": (0.49, 0.75),
     "properties": (1.0, 0.5),
+    "parameters": (0.3, 0.75),
 }
 """``lead`` is the tool's title and the description's first sentence (usually the summary):
-their words count twice."""
-_COVERAGE_BONUS = 1.0
+their words count twice. ``parameters``: the descriptions of the top-level properties."""
+_COVERAGE_BONUS = 0.7
 """Added per query term a tool matches, so tools matching more of the need rank higher."""
 _NAME_BONUS = 7.0
 """Times the share of the tool name's words the query covers."""
 _DEPRECATED_FACTOR = 0.85
 """Deprecated tools stay findable but rank below an otherwise equal current one."""
 _SYNONYM_WEIGHT = 0.8
-_CONCEPT_WEIGHT = 0.45
-_PREFIX_WEIGHT = 0.5
+_PREFIX_WEIGHT = 0.72
+_ROOT_WEIGHT = 0.27
+"""A word of the same family (``invitation`` for "invite"): see ``search.text.root``."""
+_VERB_SHARE = 0.5
+"""What a generic verb counts for in ``word_coverage`` (a topic word counts 1)."""
 
 _PHRASE_BONUS = 0.5
-_LEAD_BONUS = 2.0
-"""Times the share of the summary's words a matched term covers."""
 """Per pair of the need's adjacent words found adjacent in a matched tool's name."""
+_LEAD_BONUS = 2.4
+"""Times the share of the summary's words a matched term covers."""
+_PARAMETER_CHARS = 300
+"""Of each property's description, the first characters are indexed."""
 _ENUM_VALUES = 16
 """At most this many allowed values of a property are indexed (long enums are data)."""
-_ACTION_BONUS = 1.0
+_ACTION_BONUS = 1.22
 """Added to a matched tool whose name performs the action the need names."""
 _DESTRUCTIVE_FACTOR = 0.7
 """A matched tool that deletes or removes, for a need that names no such action."""
@@ -93,6 +101,8 @@ class _Index:
     """Per tool, the action its name performs: the first of its words that is a verb."""
     pairs: dict[tuple[str, str], array[int]]
     """Two terms adjacent in a tool's name -> those tools (``remove_label``: remove, label)."""
+    family: dict[str, tuple[str, ...]]
+    """A root -> the index terms derived from it (``invit``: invitation, invit)."""
 
 
 _cache: OrderedDict[str, _Index] = OrderedDict()
@@ -135,6 +145,15 @@ def _property_names(schema: Mapping[str, Any]) -> Iterable[str]:
             yield from (v for v in values[:_ENUM_VALUES] if isinstance(v, str))
 
 
+def _parameter_text(schema: Mapping[str, Any]) -> str:
+    """The descriptions of the top-level properties ("Filter by state: open or closed")."""
+    props = schema.get("properties")
+    if not isinstance(props, Mapping):
+        return ""
+    texts = (sub.get("description") for sub in props.values() if isinstance(sub, Mapping))
+    return " ".join(t[:_PARAMETER_CHARS] for t in texts if isinstance(t, str))
+
+
 def _lead(tool: ToolDefinition) -> str:
     """The description's first sentence, after the tool's title when that says more."""
     lead = _LEAD.split(tool.description, 1)[0]
@@ -159,6 +178,7 @@ def _build(available: Iterable[ToolDefinition]) -> _Index:
         field_terms["properties"].append(
             [t for p in _property_names(tool.input_schema) for t in tokenize(p)]
         )
+        field_terms["parameters"].append(tokenize(_parameter_text(tool.input_schema)))
     averages = {
         f: (sum(map(len, docs)) / count if count else 0.0) or 1.0 for f, docs in field_terms.items()
     }
@@ -216,7 +236,11 @@ def _build(available: Iterable[ToolDefinition]) -> _Index:
         # Adjacent as written (stopwords kept): ``list_for_release`` does not pair list+release.
         for pair in dict.fromkeys(itertools.pairwise(map(stem, words(tools[doc].name)))):
             pairs.setdefault(pair, []).append(doc)
+    family: dict[str, list[str]] = {}
+    for term in postings:
+        family.setdefault(root(term), []).append(term)
     return _Index(
+        family={r: tuple(terms) for r, terms in family.items() if len(terms) > 1},
         actions=actions,
         pairs={p: array("I", docs) for p, docs in pairs.items()},
         tools=tools,
@@ -236,9 +260,8 @@ def _variants(index: _Index, term: str) -> list[tuple[str, float]]:
     for synonym in SYNONYMS.get(term, ()):
         if synonym in index.postings:
             out.setdefault(synonym, _SYNONYM_WEIGHT)
-    for concept in CONCEPTS.get(term, ()):
-        if concept in index.postings:
-            out.setdefault(concept, _CONCEPT_WEIGHT)
+    for relative in index.family.get(root(term), ()):
+        out.setdefault(relative, _ROOT_WEIGHT)
     if len(term) >= 3 and not term.isdigit():
         start = bisect.bisect_left(index.vocabulary, term)
         added = 0
@@ -287,6 +310,10 @@ def _query_units(index: _Index, query: str) -> list[list[tuple[str, float]]]:
             if negated not in seen and negated in index.postings:
                 seen.add(negated)
                 units.append([(negated, 1.0)])
+    if "\0count" not in seen and any(p in QUANTITY_CUES for p in itertools.pairwise(raw)):
+        seen.add("\0count")
+        counts = sorted({stem(t) for t in QUANTITY_TERMS} & index.postings.keys())
+        units.append([(t, _SYNONYM_WEIGHT) for t in counts])
     if "list" not in seen and "list" in index.postings and _asks_for_many(raw):
         seen.add("list")
         units.append([("list", _COLLECTION_WEIGHT)])
@@ -411,13 +438,42 @@ def _intent(index: _Index, query: str) -> _Intent:
         named.add("list")
     for verb in list(named):
         named.update(s for s in SYNONYMS.get(verb, ()) if s in ACTION_VERBS)
-    for verb in list(named):
-        named.update(c for c in CONCEPTS.get(verb, ()) if c in ACTION_VERBS)
     weights = {verb: (1.0, _ACTION_BONUS) for verb in named}
     if not named & DESTRUCTIVE_VERBS:
         weights.update((verb, (_DESTRUCTIVE_FACTOR, 0.0)) for verb in DESTRUCTIVE_VERBS)
     pairs = list(dict.fromkeys(itertools.pairwise(tokenize(query))))
     return _Intent(index, weights, [p for p in pairs if p in index.pairs])
+
+
+def _has(index: _Index, term: str, doc: int) -> bool:
+    docs = index.postings[term][0]
+    at = bisect.bisect_left(docs, doc)
+    return at < len(docs) and docs[at] == doc
+
+
+_NOT_TOPIC = frozenset(w for pair in QUANTITY_CUES for w in pair if w != "number")
+
+
+def word_coverage(index: _Index, query: str, doc: int) -> tuple[float, float]:
+    """How many of the need's words tool ``doc`` matches, of how many: (matched, words).
+
+    A word is each query word that is not a stopword, a number or shorter than 3 letters
+    (``v1.2``, ``42`` and "I" carry no topic); it is matched through any of its variants
+    (its stem, synonyms, family or a prefix). A best hit matching fewer than half is
+    reported as a weak match: the catalog likely has no tool for the need.
+    """
+    matched = total = 0.0
+    for w in words(query):
+        if w in _NOT_TOPIC or w in STOPWORDS or w in FIRST_PERSON or w.isdigit() or len(w) < 3:
+            continue
+        term = stem(w)
+        # A generic verb ("show", "get", "list") matches much of any catalog: half a word.
+        generic = term in ACTION_VERBS or any(s in ACTION_VERBS for s in SYNONYMS.get(term, ()))
+        weight = _VERB_SHARE if generic else 1.0
+        total += weight
+        if any(_has(index, variant, doc) for variant, _ in _variants(index, term)):
+            matched += weight
+    return matched, total
 
 
 def top(scores: dict[int, float], limit: int) -> list[int]:

@@ -62,6 +62,9 @@ class SearchResponse:
     note: str | None = None
     result_contract: str | None = None
     """``detail="typescript"``: the shared ``ToolResult`` contract, once per response."""
+    weak: bool = False
+    """No tool matches the query well: the best hit matches fewer than half of its words
+    (the note says so and names the closest tools)."""
 
     @property
     def counts(self) -> str:
@@ -80,6 +83,8 @@ class SearchResponse:
             out["source"] = self.source
         if self.omitted:
             out["omitted"] = self.omitted
+        if self.weak:
+            out["weak"] = True
         if self.note is not None:
             out["note"] = self.note
         if self.result_contract is not None:

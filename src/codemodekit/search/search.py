@@ -19,7 +19,7 @@ import importlib
 from collections.abc import Callable, Iterable, Mapping
 
 from codemodekit.catalog.catalog import Catalog, ToolDefinition
-from codemodekit.search.rank import index_for, score
+from codemodekit.search.rank import index_for, score, word_coverage
 from codemodekit.search.rank import top as top_documents
 from codemodekit.search.response import (
     Detail,
@@ -127,9 +127,9 @@ def search_catalog(
         joined = "; ".join(n for n in (*source_notes, *notes) if n)
         return joined or None
 
-    def empty(note: str | None) -> SearchResponse:
+    def empty(note: str | None, *, weak: bool = False) -> SearchResponse:
         return SearchResponse(
-            query, detail, source, catalog.revision, (), 0, total, note=with_notes(note)
+            query, detail, source, catalog.revision, (), 0, total, note=with_notes(note), weak=weak
         )
 
     lo, hi = 0, total
@@ -143,8 +143,14 @@ def search_catalog(
         lo, hi = index.source_ranges[source]
     scores, matched = score(index, query, range(lo, hi), limit)
     if not scores:
-        return empty("no tool matched; try fewer or more general words, or another source")
+        return empty(
+            "no tool matched; try fewer or more general words, or another source", weak=True
+        )
     top = top_documents(scores, limit)
+    weak = False
+    if top:
+        found, words = word_coverage(index, query, top[0])
+        weak = words > 0 and 2 * found < words
     render: Callable[[ToolDefinition], tuple[str, str]] | None = None
     contract: str | None = None
     if detail == "typescript":
@@ -198,6 +204,12 @@ def search_catalog(
             hit, typescript=hit.typescript + text, output_cut=text != output
         )
     notes: list[str] = []
+    if weak:
+        closest = ", ".join(h.address for h in hits[:3])
+        notes.append(
+            f"no tool matches {_bounded(query, 80)!r} well; closest: {closest}. The catalog may "
+            "have no tool for this: try other words, or check the sources"
+        )
     if cut:
         notes.append(
             f"{cut} output type(s) cut to stay under {max_bytes} bytes (input types are whole); "
@@ -217,6 +229,7 @@ def search_catalog(
         matched,
         total,
         omitted=omitted,
+        weak=weak,
         note=with_notes(*notes),
         result_contract=contract,
     )

@@ -54,22 +54,9 @@ _SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
     ("file", "content"),
     ("log", "logs"),
 )
-# Looser, everyday wording for what tools call things: a need says "remember a fact about
-# a person" where a memory tool says "add observations to entities". Applied to query
-# terms only, weaker than synonyms. Concepts, not tool names; see docs/adr/0012.
-_CONCEPT_GROUPS: tuple[tuple[str, ...], ...] = (
-    ("remember", "memorize", "memory", "recall", "memo"),
-    ("fact", "observation", "knowledge", "note"),
-    ("person", "people", "individual", "human", "contact"),
-    ("forget", "cancel", "delete", "remove"),
-    ("kick", "remove", "ban", "block"),
-    ("publish", "create", "release"),
-    ("approve", "review", "accept"),
-    ("watch", "subscribe", "subscription"),
-)
 # First-person words in a need ("my repositories", "assigned to me") mean the caller:
 # APIs say "authenticated user", "current user" or "me".
-FIRST_PERSON = frozenset({"my", "me", "mine", "myself"})
+FIRST_PERSON = frozenset({"i", "my", "me", "mine", "myself"})
 # A need for a collection ("all repositories of an org", "what webhooks are configured",
 # "who starred", "commit history") asks for a listing even when it names no verb (or says
 # "get"): a weak "list" unit is added and listing counts as the action it names.
@@ -77,11 +64,13 @@ COLLECTION_CUES = frozenset({"all", "every", "who", "history"})
 # "stop following" is how people say ``unfollow``; "un" + the next word, when the catalog
 # has it, stands in as one more unit.
 NEGATING_VERBS = frozenset({"stop", "undo", "cease"})
+# "how many stars", "how much space": the need is a count, which APIs name these ways.
+QUANTITY_CUES = frozenset({("how", "many"), ("how", "much"), ("number", "of")})
+QUANTITY_TERMS = ("count", "number", "total", "quantity", "quantiti")
 ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "pr": ("pull", "request"),
     "prs": ("pull", "request"),
     "mr": ("merge", "request"),
-    "ci": ("workflow", "check"),
 }
 
 
@@ -141,6 +130,27 @@ def _undouble(token: str) -> str:
     return token
 
 
+_DERIVATIONS = (
+    ("ations", 4), ("ation", 4), ("itions", 4), ("ition", 4), ("ions", 4), ("ion", 4),
+    ("ments", 4), ("ment", 4), ("ators", 4), ("ator", 4), ("ors", 4), ("or", 4),
+    ("ers", 4), ("er", 4), ("ance", 4), ("ence", 4), ("ity", 4), ("ive", 4),
+    ("able", 4), ("ible", 4), ("ship", 4), ("at", 5),
+)  # fmt: skip
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def root(term: str) -> str:
+    """A stem without its derivational suffix, so words of one family meet at a lower
+    weight: ``invitation``/``invite``, ``collaborator``/``collaborate``, ``deployment``/
+    ``deploy``, ``protection``/``protect``. Leaves at least 4 letters (5 before ``-at``)."""
+    if not term.isalpha():
+        return term
+    for suffix, keep in _DERIVATIONS:
+        if term.endswith(suffix) and len(term) - len(suffix) >= keep:
+            return term[: -len(suffix)]
+    return term
+
+
 def words(text: str) -> list[str]:
     """Lower-case words of ``text``, split on case changes, separators and digits."""
     return [w.lower() for w in _WORD.findall(text)]
@@ -167,16 +177,6 @@ def _synonym_table() -> dict[str, tuple[str, ...]]:
 SYNONYMS = _synonym_table()
 
 
-def _concept_table() -> dict[str, tuple[str, ...]]:
-    table: dict[str, set[str]] = {}
-    for group in _CONCEPT_GROUPS:
-        stems = [stem(w) for w in group]
-        for s in stems:
-            table.setdefault(s, set()).update(x for x in stems if x != s)
-    return {k: tuple(sorted(v - set(SYNONYMS.get(k, ())))) for k, v in table.items()}
-
-
-CONCEPTS = _concept_table()
 SELF_TERMS = tuple(sorted({stem(w) for w in ("authenticated", "current", "me")}))
 
 # The action a tool performs is the first of its name's words that is one of these verbs
