@@ -163,10 +163,12 @@ async def test_proxy_and_reflect_probing_of_tools(sandbox: CodeSandbox) -> None:
       Object.getPrototypeOf(tools) === null, JSON.stringify(tools), String(tools.any),
       tools.then, tools.any.then, typeof tools[Symbol.iterator], typeof tools[Symbol.toPrimitive],
       (await tools) === tools, (await tools.any) === tools.any, tools.gh === tools.gh,
+      String(tools), `${tools}`,
     ];
     """
     value = await value_of(sandbox, code)
+    # The root converts to text through Symbol.toPrimitive (every string key is a source).
     assert value == [
         "object", "object", "function", 0, 0, True, "{}", "[tools.any]", None, None,
-        "undefined", "undefined", True, True, True,
+        "undefined", "function", True, True, True, "[tools]", "[tools]",
     ]  # fmt: skip
