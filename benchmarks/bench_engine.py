@@ -1,18 +1,36 @@
-"""The execution engine (issue 11): every row of its target table, process and inline modes.
+"""What a user pays per run and per tool call, through ``CodeMode.run`` (issues 11, 21).
 
-python -m benchmarks.bench_engine
+python -m benchmarks.bench_engine            # every row (about 3 minutes)
+python -m benchmarks.bench_engine --quick    # the issue-21 rows only, fewer repetitions
 
-Medians over repeated runs, all in this one process; ratios are taken within this run.
+Every figure goes through the public API with the default runtime options: ``process``
+(sandbox worker processes, what ``CodeMode(...)`` uses) and ``inline`` (QuickJS in this
+process). Tools are ``define_tool`` functions behind ``allow_all_tool_calls()``, so every
+call is resolved, validated, policy-checked, timed, bounded and scrubbed as in production.
+
+For each row: the median, and [min - max] over the samples (each sample is one run; a
+per-call sample is one run of N sequential awaited calls minus the median trivial run,
+divided by N). Wall time, and CPU time of every process involved: this (server) process
+(``time.process_time``, all its threads) and the sandbox worker (the CPU it reported over
+the run's requests; 0 inline). Where the issue quotes the TypeScript implementation's figure
+for the same row, it is printed beside ours. Component figures without the bridge (no
+validation, policy or scrubbing) are in ``bench_sandbox.py`` and ``bench_core.py``.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import os
 import statistics
+import subprocess
+import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from benchmarks._util import amedian_ms, row
+from benchmarks._util import row
 from codemodekit import (
     CodeMode,
     Limits,
@@ -25,13 +43,25 @@ from codemodekit import (
 )
 from codemodekit.compiler.compile import CodeCompiler
 from codemodekit.errors import CompileFailure
+from codemodekit.sandbox.base import CompiledProgram, SandboxHost, SandboxOutcome
 
 OBJ = {"type": "object"}
 SOURCE_LIMIT = 128 * 1024
+CALLS = 200
+"""Sequential awaited calls per per-call sample."""
+
+TS = {
+    "call": "TS 340-660 us (150 us quiet)",
+    "trivial": "TS 14.8-19 ms",
+    "fresh": "TS 1.5-2 s",
+}
+"""The TypeScript implementation's figures from issue 21 (measured on this machine, side by
+side with ours: 30 sequential awaited calls minus a trivial run; a trivial run; a fresh
+process that runs `return 1`)."""
 
 
-async def _anoop(_args: dict[str, Any]) -> None:
-    return None
+async def _anoop(_args: dict[str, Any]) -> dict[str, Any]:
+    return {}
 
 
 async def _sleep50(_args: dict[str, Any]) -> int:
@@ -51,12 +81,66 @@ def _tools() -> Any:
     return local(
         "b",
         {
-            "noop": define_tool(description="no-op", input_schema=OBJ, execute=lambda a: None),
+            "noop": define_tool(description="sync no-op", input_schema=OBJ, execute=lambda a: {}),
+            "quick": define_tool(
+                description="sync no-op that never blocks",
+                input_schema=OBJ,
+                execute=lambda a: {},
+                blocking=False,
+            ),
             "anoop": define_tool(description="async no-op", input_schema=OBJ, execute=_anoop),
             "wait": define_tool(description="50 ms", input_schema=OBJ, execute=_sleep50),
             "burn": define_tool(description="burn host CPU", input_schema=OBJ, execute=_burn),
         },
     )
+
+
+class _Inline:
+    """Passes runs through to ``QuickJsSandbox``; nothing to record (one process)."""
+
+    worker_cpu_ms = 0.0
+
+    def __init__(self) -> None:
+        self.inner = QuickJsSandbox()
+
+    async def run(self, program: CompiledProgram, host: SandboxHost, limits: Limits) -> Any:
+        return await self.inner.run(program, host, limits)
+
+
+class _Process:
+    """Passes runs through to a ``ProcessSandbox`` and adds up the workers' CPU time."""
+
+    def __init__(self, options: RuntimeOptions, *, shared: bool) -> None:
+        self.inner = ProcessSandbox(options, shared=shared)
+        self.worker_cpu_ms = 0.0
+
+    def start(self) -> None:
+        self.inner.start()
+
+    def stats(self) -> Any:
+        return self.inner.stats()
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def _count(self, outcome: SandboxOutcome) -> SandboxOutcome:
+        self.worker_cpu_ms += outcome.worker_cpu_ms
+        return outcome
+
+    async def run(
+        self, program: CompiledProgram, host: SandboxHost, limits: Limits
+    ) -> SandboxOutcome:
+        return self._count(await self.inner.run(program, host, limits))
+
+    async def run_source(self, source: str, host: SandboxHost, limits: Limits) -> SandboxOutcome:
+        return self._count(await self.inner.run_source(source, host, limits))
+
+
+def _sandbox(mode: str, options: RuntimeOptions | None = None, shared: bool = True) -> Any:
+    if mode == "inline":
+        return _Inline()
+    # The shared pool for the default options is exactly what `CodeMode(...)` uses.
+    return _Process(options or RuntimeOptions(), shared=shared)
 
 
 def _code_mode(sandbox: Any, **limits: Any) -> CodeMode:
@@ -66,6 +150,57 @@ def _code_mode(sandbox: Any, **limits: Any) -> CodeMode:
         limits=Limits(**limits) if limits else None,
         sandbox=sandbox,
     )
+
+
+@dataclass
+class Sample:
+    wall_ms: float
+    host_ms: float
+    worker_ms: float
+
+
+async def _sample(cm: CodeMode, box: Any, code: str) -> Sample:
+    box.worker_cpu_ms = 0.0
+    cpu, wall = time.process_time(), time.perf_counter()
+    result = await cm.run(code)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    assert result.ok, result.diagnostic
+    return Sample(wall * 1000, cpu * 1000, box.worker_cpu_ms)
+
+
+async def _samples(cm: CodeMode, box: Any, code: str, repeat: int, warmup: int) -> list[Sample]:
+    for _ in range(warmup):
+        await _sample(cm, box, code)
+    return [await _sample(cm, box, code) for _ in range(repeat)]
+
+
+def _spread(values: list[float], scale: float = 1.0) -> str:
+    v = sorted(x * scale for x in values)
+    return f"{statistics.median(v):8.1f} [{v[0]:7.1f} - {v[-1]:7.1f}]"
+
+
+def _print(label: str, samples: list[Sample], unit: str, scale: float, note: str) -> None:
+    wall = _spread([s.wall_ms for s in samples], scale)
+    host = _spread([s.host_ms for s in samples], scale)
+    worker = _spread([s.worker_ms for s in samples], scale)
+    print(f"  {label}")
+    print(f"      wall {wall} {unit}   host CPU {host}   worker CPU {worker}   {note}")
+
+
+def _per_call(base: list[Sample], full: list[Sample], calls: int) -> list[Sample]:
+    b = Sample(
+        statistics.median(s.wall_ms for s in base),
+        statistics.median(s.host_ms for s in base),
+        statistics.median(s.worker_ms for s in base),
+    )
+    return [
+        Sample(
+            (s.wall_ms - b.wall_ms) / calls,
+            (s.host_ms - b.host_ms) / calls,
+            (s.worker_ms - b.worker_ms) / calls,
+        )
+        for s in full
+    ]
 
 
 def _script(lines: int, salt: int) -> str:
@@ -79,36 +214,119 @@ def _script(lines: int, salt: int) -> str:
     return "\n".join(body)
 
 
-def _sandbox(mode: str) -> Any:
-    if mode == "inline":
-        return QuickJsSandbox()
-    return ProcessSandbox(RuntimeOptions(), shared=False)  # the defaults
-
-
-async def _per_call_us(cm: CodeMode, calls: int, tool: str = "noop") -> float:
-    code = f"for (let i = 0; i < {calls}; i++) {{ await tools.b.{tool}({{}}); }}\nreturn 1;"
-    base = await amedian_ms(lambda: cm.run("return 1;"), repeat=30, warmup=5)
-    full = await amedian_ms(lambda: cm.run(code), repeat=15, warmup=3)
-    return (full - base) / calls * 1000
-
-
-async def _concurrent_wait(cm: CodeMode) -> float:
+async def _concurrent_wait(cm: CodeMode, rounds: int) -> list[Sample]:
     samples = []
-    for _ in range(5):
-        start = time.perf_counter()
+    for _ in range(rounds):
+        cpu, start = time.process_time(), time.perf_counter()
         results = await asyncio.gather(
             *(cm.run("return await tools.b.wait({});") for _ in range(100))
         )
-        samples.append(time.perf_counter() - start)
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+        samples.append(Sample(wall * 1000, cpu * 1000, 0.0))
         assert all(r.ok for r in results), [r.diagnostic for r in results if not r.ok][:1]
-    return statistics.median(samples) * 1000
+    return samples
 
 
+async def issue21_rows(mode: str, quick: bool) -> None:
+    box = _sandbox(mode)
+    reps = 7 if quick else 15
+    async with _code_mode(box, max_tool_calls=1000, compute_time_ms=60_000) as cm:
+        await asyncio.sleep(1.0)  # warm workers
+        trivial = await _samples(cm, box, "return 1;", 100 if quick else 300, 20)
+        _print(
+            f"[{mode}] trivial run `return 1` (one run per sample)",
+            trivial,
+            "ms",
+            1.0,
+            f"target <= 1 ms; {TS['trivial']}",
+        )
+        base = await _samples(cm, box, "return 1;", 30, 5)
+        for tool, what, target in (
+            ("anoop", "coroutine tool", "target <= 50 us, host CPU <= 40 us; " + TS["call"]),
+            ("quick", "sync tool, blocking=False", "target <= 60 us"),
+            ("noop", "sync tool (may block: thread)", "target <= 150 us"),
+        ):
+            code = f"for (let i = 0; i < {CALLS}; i++) {{ await tools.b.{tool}({{}}); }}\nreturn 1;"
+            full = await _samples(cm, box, code, reps, 2)
+            _print(
+                f"[{mode}] awaited no-op call, {what} ({CALLS} calls x {reps} runs)",
+                _per_call(base, full, CALLS),
+                "us",
+                1000.0,
+                target,
+            )
+        script = _script(200, 0)
+        cached = await _samples(cm, box, script, 30 if quick else 50, 5)
+        _print(
+            f"[{mode}] 200-line script, one call (same script)", cached, "ms", 1.0, "target <= 4 ms"
+        )
+        counter = iter(range(1, 1_000_000))
+        fresh = [
+            await _sample(cm, box, _script(200, next(counter))) for _ in range(10 if quick else 30)
+        ]
+        _print(
+            f"[{mode}] 200-line script, one call (new script each run)",
+            fresh,
+            "ms",
+            1.0,
+            "compile-bound",
+        )
+        wait = await _concurrent_wait(cm, 3 if quick else 5)
+        _print(
+            f"[{mode}] 100 concurrent runs awaiting a 50 ms tool (one batch per sample)",
+            wait,
+            "ms",
+            1.0,
+            "target < 500 ms (worker CPU not summed here)",
+        )
+    if isinstance(box, _Process):
+        box.close()
+
+
+FRESH = """
+import asyncio, sys
+from codemodekit import CodeMode, RuntimeOptions, allow_all_tool_calls
+async def main():
+    runtime = RuntimeOptions(mode=sys.argv[1])
+    async with CodeMode(sources=[], policy=allow_all_tool_calls(), runtime=runtime) as cm:
+        print((await cm.run("return 1;")).value, flush=True)
+asyncio.run(main())
+"""
+
+
+def _fresh_process(mode: str, rounds: int) -> tuple[list[float], list[float]]:
+    """Spawn-to-printed-result and spawn-to-exit of a fresh interpreter (ms)."""
+    printed, exited = [], []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        child = subprocess.Popen(
+            [sys.executable, "-c", FRESH, mode], stdout=subprocess.PIPE, text=True
+        )
+        assert child.stdout is not None
+        line = child.stdout.readline()
+        printed.append((time.perf_counter() - start) * 1000)
+        child.wait()
+        exited.append((time.perf_counter() - start) * 1000)
+        assert line.strip() == "1", line
+    return printed, exited
+
+
+def fresh_rows(rounds: int) -> None:
+    for mode in ("process", "inline"):
+        printed, exited = _fresh_process(mode, rounds)
+        print(f"  [{mode}] fresh Python process: CodeMode(...) + run `return 1` ({rounds} runs)")
+        print(
+            f"      spawn to printed result {_spread(printed)} ms   spawn to exit "
+            f"{_spread(exited)} ms   target <= 300 ms; {TS['fresh']}"
+        )
+
+
+# -- the rest of issue 11's table -------------------------------------------------------------
 CPU_LOOP = "let x = 0; for (let i = 0; i < 4e6; i++) { x = (x + i * 7) % 1000003; } return x;"
 
 
 async def _cpu_runs_per_s(workers: int) -> float:
-    box = ProcessSandbox(RuntimeOptions(max_runs=workers, warm_workers=workers), shared=False)
+    box = _sandbox("process", RuntimeOptions(max_runs=workers, warm_workers=workers), False)
     try:
         async with _code_mode(box, compute_time_ms=30_000) as cm:
             await asyncio.gather(*(cm.run(CPU_LOOP) for _ in range(workers)))
@@ -122,29 +340,34 @@ async def _cpu_runs_per_s(workers: int) -> float:
         box.close()
 
 
-async def _after_cancelled(sandbox: Any) -> float:
+async def _after_cancelled() -> float:
+    box = _sandbox("process", RuntimeOptions(), False)
     hostile = [
         "const rev = Array.prototype.reverse; const o = {length: 2**31 - 1}; for (;;) rev.call(o);",
         "while (true) {}",
     ] * 8
-    async with _code_mode(sandbox, compute_time_ms=600_000, wall_time_ms=600_000) as cm:
-        await cm.run("return 1;")
-        events = [asyncio.Event() for _ in hostile]
-        runs = [
-            asyncio.ensure_future(cm.run(c, cancel=e)) for c, e in zip(hostile, events, strict=True)
-        ]
-        await asyncio.sleep(0.3)
-        for event in events:
-            event.set()
-        await asyncio.gather(*runs)
-        start = time.perf_counter()
-        result = await cm.run("return 1;")
-        assert result.ok
-        return (time.perf_counter() - start) * 1000
+    try:
+        async with _code_mode(box, compute_time_ms=600_000, wall_time_ms=600_000) as cm:
+            await cm.run("return 1;")
+            events = [asyncio.Event() for _ in hostile]
+            runs = [
+                asyncio.ensure_future(cm.run(c, cancel=e))
+                for c, e in zip(hostile, events, strict=True)
+            ]
+            await asyncio.sleep(0.3)
+            for event in events:
+                event.set()
+            await asyncio.gather(*runs)
+            start = time.perf_counter()
+            result = await cm.run("return 1;")
+            assert result.ok
+            return (time.perf_counter() - start) * 1000
+    finally:
+        box.close()
 
 
 async def _accounting_error() -> tuple[float, float, float]:
-    box = ProcessSandbox(RuntimeOptions(max_runs=4), shared=False)
+    box = _sandbox("process", RuntimeOptions(max_runs=4), False)
     budget = 5000
     try:
         async with _code_mode(box, compute_time_ms=budget) as cm:
@@ -161,13 +384,11 @@ async def _accounting_error() -> tuple[float, float, float]:
 
 def _rss_mb(pid: str = "self") -> float:
     with open(f"/proc/{pid}/statm", "rb") as statm:
-        import os
-
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 async def _memory_handed_back() -> tuple[float, float, float]:
-    box = ProcessSandbox(RuntimeOptions(max_runs=48), shared=False)
+    box = _sandbox("process", RuntimeOptions(max_runs=48), False)
     hog = (
         "const keep = []; for (let i = 0; i < 550; i++) keep.push('x'.repeat(100000) + i);\n"
         "return keep.length;"
@@ -182,7 +403,7 @@ async def _memory_handed_back() -> tuple[float, float, float]:
         box.close()
 
 
-PATHOLOGICAL = {
+PATHOLOGICAL: dict[str, Callable[[int], str]] = {
     "non-null chain": lambda n: "const x: any = 1;\nreturn x" + "!" * n + ";",
     "as chain": lambda n: "const x: any = 1;\nreturn x" + " as any" * (n // 7) + ";",
     "satisfies chain": lambda n: "const x: any = 1;\nreturn x" + " satisfies any" * (n // 14) + ";",
@@ -214,50 +435,11 @@ def _compile_worst() -> None:
         )
 
 
-async def main_async() -> None:
-    print("execution engine (process = sandbox worker processes, inline = this process)")
-    script_cached = _script(200, 0)
-    counter = iter(range(1, 1_000_000))
-    for name in ("process", "inline"):
-        async with _code_mode(_sandbox(name), max_tool_calls=1000, compute_time_ms=60_000) as cm:
-            await asyncio.sleep(1.0)  # warm workers
-            trivial = await amedian_ms(lambda: cm.run("return 1;"), repeat=300, warmup=30)
-            row(f"[{name}] trivial run end to end (return 1)", trivial, "ms", "target <= 1 ms")
-            per_call = await _per_call_us(cm, 200)
-            row(
-                f"[{name}] per sequential no-op tool call (sync tool)",
-                per_call,
-                "us",
-                "target <= 50 us",
-            )
-            per_async = await _per_call_us(cm, 200, "anoop")
-            row(f"[{name}] per sequential no-op tool call (async tool)", per_async, "us")
-            cached = await amedian_ms(lambda: cm.run(script_cached), repeat=50, warmup=5)
-            row(
-                f"[{name}] 200-line script, one tool call (same script)",
-                cached,
-                "ms",
-                "target <= 4 ms",
-            )
-            fresh = await amedian_ms(
-                lambda: cm.run(_script(200, next(counter))), repeat=50, warmup=5
-            )
-            row(
-                f"[{name}] 200-line script, one tool call (new script)",
-                fresh,
-                "ms",
-                "compile-bound",
-            )
-            wait = await _concurrent_wait(cm)
-            row(
-                f"[{name}] 100 concurrent runs awaiting a 50 ms tool", wait, "ms", "target < 500 ms"
-            )
-    after = await _after_cancelled(_sandbox("process"))
+async def issue11_rows() -> None:
+    after = await _after_cancelled()
     row("[process] trivial run after 16 cancelled busy loops", after, "ms", "target <= 50 ms")
     one = await _cpu_runs_per_s(1)
     row("[process] CPU-bound runs/s, 1 worker", one, "runs/s")
-    import os
-
     cores = len(os.sched_getaffinity(0))
     many = await _cpu_runs_per_s(cores)
     row(
@@ -285,5 +467,21 @@ async def main_async() -> None:
     _compile_worst()
 
 
+async def main_async(quick: bool) -> None:
+    load = os.getloadavg()
+    print(
+        "tool-call path and runs through CodeMode.run (process = sandbox worker processes, "
+        f"the default; inline = this process); load average {load[0]:.2f} {load[1]:.2f}"
+    )
+    for mode in ("process", "inline"):
+        await issue21_rows(mode, quick)
+    fresh_rows(3 if quick else 7)
+    if not quick:
+        print("execution engine, issue 11's other rows")
+        await issue11_rows()
+
+
 if __name__ == "__main__":
-    asyncio.run(main_async())
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="issue-21 rows, fewer repetitions")
+    asyncio.run(main_async(parser.parse_args().quick))

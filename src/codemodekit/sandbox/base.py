@@ -77,6 +77,9 @@ class SandboxOutcome:
     """Time the run waited for a sandbox worker before its JavaScript could start."""
     warnings: tuple[str, ...] = ()
     """Hints about likely mistakes (an un-awaited tool call), for ``RunResult.warnings``."""
+    worker_cpu_ms: float = 0.0
+    """CPU time the sandbox worker process spent on this run (compile, JavaScript and its
+    own message handling), as it reported it; 0 in-process."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -136,7 +136,8 @@ class ProcessSandbox:
                 channel.detach()
                 worker = channel.worker
             self._pool.release(worker, limits.memory_bytes, reusable=reusable)
-        return dataclasses.replace(outcome, queue_ms=queue_ms)
+        worker_cpu_ms = channel.worker_cpu_s * 1000 if channel is not None else 0.0
+        return dataclasses.replace(outcome, queue_ms=queue_ms, worker_cpu_ms=worker_cpu_ms)
 
 
 def _lost(why: str, *, worker: Worker) -> Diagnostic:
@@ -164,6 +165,8 @@ class _ProcessChannel:
         self._buffer = bytearray()
         self._pending: asyncio.Future[bytes] | None = None
         self._used_s = 0.0
+        self.worker_cpu_s = 0.0
+        """The worker's CPU time over this run's requests, as it reported it."""
         self._timer: asyncio.TimerHandle | None = None
         self._allowed_s = 0.0
         self._base_s = 0.0
@@ -251,7 +254,9 @@ class _ProcessChannel:
         except _WorkerLost as lost:
             self.reusable = False
             return self._end(lost.diagnostic)
-        self._used_s += max(cpu_s - self._base_s - step.compile_ms / 1000, 0.0)
+        spent = max(cpu_s - self._base_s, 0.0)
+        self.worker_cpu_s += spent
+        self._used_s += max(spent - step.compile_ms / 1000, 0.0)
         worker.cpu_s = cpu_s
         if step.done:
             worker.runs += 1

@@ -56,6 +56,9 @@ class LocalTool:
     context_style: str = ""
     """How ``execute`` takes a ``ToolContext``: ``"positional"`` (a second parameter),
     ``"keyword"`` (a keyword-only ``context``) or ``""`` (it does not)."""
+    blocking: bool = True
+    """Whether a sync ``execute`` may block (files, sockets, sleeps, heavy work): it then
+    runs on a thread of its source. ``False`` runs it on the event loop, at once."""
 
     def spec(self, name: str) -> ToolSpec:
         return ToolSpec(
@@ -151,6 +154,7 @@ def define_tool(
     output_schema: Mapping[str, Any] | None = None,
     annotations: Mapping[str, Any] | None = None,
     name: str | None = None,
+    blocking: bool = True,
 ) -> LocalTool:
     """Describe a Python function as a tool.
 
@@ -185,6 +189,7 @@ def define_tool(
         name=name,
         input_model=input_model,
         context_style=_context_style(execute),
+        blocking=bool(blocking),
     )
 
 
@@ -267,6 +272,10 @@ class LocalToolProvider:
         try:
             if _is_async(tool.execute):
                 result = await execute(args, *extra)
+            elif not tool.blocking:
+                result = execute(args, *extra)
+                if inspect.isawaitable(result):
+                    result = await result
             else:
                 call = functools.partial(contextvars.copy_context().run, execute, args, *extra)
                 result = await loop.run_in_executor(self._threads(), call)
