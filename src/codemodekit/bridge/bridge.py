@@ -13,16 +13,25 @@ sandbox turns it into a catchable JavaScript error. A failed call is never repla
 from __future__ import annotations
 
 import asyncio
+import collections
 import difflib
 import json
 import logging
 import re
 import time
-from collections.abc import Callable, Mapping
+import types
+from collections.abc import Callable, Coroutine, Generator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from codemodekit.bridge.hints import expected_properties
-from codemodekit.bridge.policy import ToolCallRequest, ToolPolicy, decide
+from codemodekit.bridge.policy import (
+    PolicyDecision,
+    ToolCallRequest,
+    ToolPolicy,
+    decide,
+    fixed_verdict,
+)
 from codemodekit.catalog.catalog import Catalog, ToolDefinition, accessor, tool_address
 from codemodekit.errors import (
     Diagnostic,
@@ -42,7 +51,7 @@ from codemodekit.providers.base import (
     ToolOutput,
     ToolProvider,
 )
-from codemodekit.sandbox.base import LogEntry, ToolCallRejected
+from codemodekit.sandbox.base import JsonText, LogEntry, ToolCallRejected
 from codemodekit.schema import SchemaUnsupported, Validator
 
 log = logging.getLogger("codemodekit.bridge")
@@ -126,11 +135,105 @@ def non_json_path(value: Any, *, max_depth: int = 200) -> str | None:
     return None
 
 
+_encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+
+
+def _json_text(value: Any) -> tuple[str, int]:
+    """``value`` as compact JSON text and its UTF-8 size; raises ValueError/TypeError for
+    non-JSON data (a lone surrogate included) and RecursionError for data nested deeper
+    than the encoder goes."""
+    text = _encode(value)
+    return text, len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
 def _json_size(value: Any) -> int:
-    """UTF-8 size of ``value`` as JSON; raises ValueError/TypeError for non-JSON data and
-    RecursionError for data nested deeper than the encoder goes."""
-    text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    return len(text.encode("utf-8"))
+    return _json_text(value)[1]
+
+
+@dataclass(slots=True)
+class _Plan:
+    """What every call of one tool in one run shares, worked out at its first call."""
+
+    definition: ToolDefinition
+    catalog: Catalog
+    address: str
+    validators: tuple[Validator, Validator | None] | None = None
+    provider: ToolProvider | None = None
+    verdict: PolicyDecision | None = None
+    """The policy's answer when it cannot depend on the arguments (a ``[policy]`` table,
+    ``allow_all_tool_calls``); ``None``: the policy is asked at every call."""
+    report: Callable[[str], None] | None = None
+
+
+class _Slots:
+    """``max_concurrent_tool_calls``: a semaphore whose uncontended path awaits nothing."""
+
+    __slots__ = ("_free", "_waiters")
+
+    def __init__(self, size: int) -> None:
+        self._free = size
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+
+    async def acquire(self) -> None:
+        if self._free > 0 and not self._waiters:
+            self._free -= 1
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # handed a slot as it was cancelled: pass it on
+            else:
+                self._waiters.remove(waiter)
+            raise
+
+    def release(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self._free += 1
+
+
+@types.coroutine
+def _resume(work: Coroutine[Any, Any, Any], awaited: Any) -> Generator[Any, Any, Any]:
+    """Go on awaiting ``work``, which already ran up to its first suspension (``awaited``):
+    hand what it awaits up to this task and what this task receives down to it."""
+    while True:
+        try:
+            value = yield awaited
+        except GeneratorExit:
+            work.close()
+            raise
+        except BaseException as exc:
+            try:
+                awaited = work.throw(exc)
+            except StopIteration as stop:
+                return stop.value
+            continue
+        try:
+            awaited = work.send(value)
+        except StopIteration as stop:
+            return stop.value
+
+
+async def _timed(work: Any, timeout_s: float) -> Any:
+    """Await ``work`` within ``timeout_s``. A coroutine runs at once up to its first
+    suspension: one that answers without suspending (an in-process tool) costs no timer,
+    and one that suspends is timed from its start, as ``asyncio.timeout`` would."""
+    if not isinstance(work, types.CoroutineType):
+        async with asyncio.timeout(timeout_s):
+            return await work
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    try:
+        awaited = work.send(None)
+    except StopIteration as stop:
+        return stop.value
+    async with asyncio.timeout_at(deadline):
+        return await _resume(work, awaited)
 
 
 class ToolBridge:
@@ -160,7 +263,8 @@ class ToolBridge:
         self._observer = observer
         self._caller = caller
         self._context = context  # trusted: policy and providers only, never the sandbox
-        self._slots = asyncio.Semaphore(limits.max_concurrent_tool_calls)
+        self._slots = _Slots(limits.max_concurrent_tool_calls)
+        self._plans: dict[tuple[str, str], _Plan] = {}
         self._timeout_s = limits.tool_call_time_ms / 1000
         self.calls_started = 0
         self.bridge_bytes = 0
@@ -292,58 +396,52 @@ class ToolBridge:
             record.duration_ms = (time.perf_counter() - started) * 1000
             observer.on_tool_call(record)
 
-    async def _call(
-        self, source: str, tool: str, arguments: Any, record: ToolCallEvent | None
-    ) -> Any:
-        address = tool_address(source, tool)
-        if self.calls_started > self._limits.max_tool_calls:
-            raise self._reject(
-                ErrorCode.TOOL_CALL_LIMIT,
-                f"this run already made {self._limits.max_tool_calls} tool calls "
-                "(max_tool_calls); batch work into fewer calls",
-                address=address,
-                source=source,
-            )
-        call_id = self.calls_started
-        definition, catalog = self._resolve(source, tool)
-        if not definition.available:
-            raise self._reject(
-                ErrorCode.TOOL_SCHEMA_UNSUPPORTED,
-                f"{address} cannot be called: {definition.quarantine}",
-                address=address,
-                source=source,
-            )
-        if arguments is None:
-            arguments = {}
-        if not isinstance(arguments, dict):
-            raise self._reject(
-                ErrorCode.TOOL_INPUT_INVALID,
-                f"{address} takes one object argument, got {type(arguments).__name__}",
-                address=address,
-                source=source,
-            )
-        if depth_exceeds(arguments):
-            raise self._reject(
-                ErrorCode.TOOL_INPUT_INVALID,
-                f"the arguments of {address} {NESTING_HINT}",
-                address=address,
-                source=source,
-            )
+    def _plan(self, source: str, tool: str) -> _Plan:
+        """The tool's plan for this run; a call that cannot be planned is rejected (and
+        nothing is kept, so the next call asks again)."""
+        plan = self._plans.get((source, tool))
+        if plan is None:
+            definition, catalog = self._resolve(source, tool)
+            if not definition.available:
+                address = tool_address(source, tool)
+                raise self._reject(
+                    ErrorCode.TOOL_SCHEMA_UNSUPPORTED,
+                    f"{address} cannot be called: {definition.quarantine}",
+                    address=address,
+                    source=source,
+                )
+            plan = _Plan(definition, catalog, definition.address)
+            plan.provider = self._providers.get(definition.source)
+            plan.verdict = fixed_verdict(self._policy, self._request(plan, {}))
+            if self._on_event is not None:
+                address = plan.address
+                plan.report = lambda message: self._emit(
+                    "tool_progress", address, bounded(message, 200)
+                )
+            self._plans[(source, tool)] = plan
+        else:
+            self._check_still_listed(plan.definition)
+        return plan
+
+    def _request(self, plan: _Plan, arguments: dict[str, Any]) -> ToolCallRequest:
+        definition = plan.definition
+        return ToolCallRequest(
+            address=plan.address,
+            source=definition.source,
+            tool=definition.name,
+            arguments=arguments,
+            annotations=definition.annotations,
+            execution_id=self._execution_id,
+            context=self._context,
+        )
+
+    def _input_validators(self, plan: _Plan) -> tuple[Validator, Validator | None]:
+        validators = plan.validators
+        if validators is not None:
+            return validators
+        address, source = plan.address, plan.definition.source
         try:
-            size = _json_size(arguments)
-        except (TypeError, ValueError, RecursionError) as exc:
-            reason = "nest too deeply" if isinstance(exc, RecursionError) else "are not JSON data"
-            raise self._reject(
-                ErrorCode.TOOL_INPUT_INVALID,
-                f"the arguments of {address} {reason}",
-                address=address,
-                source=source,
-            ) from None
-        self._account(size, address, source)
-        if record is not None:
-            record.request_bytes = size
-        try:
-            validators = catalog.validators(source, tool)  # compiled on the first call
+            validators = plan.catalog.validators(source, plan.definition.name)
         except SchemaUnsupported as exc:
             # The build proved this schema compiles (docs/adr/0026): a disagreement is a
             # defect, so it is logged, and only this call fails.
@@ -356,6 +454,53 @@ class ToolBridge:
             ) from None
         if validators is None:  # pragma: no cover - quarantined tools were rejected above
             raise self._reject(ErrorCode.TOOL_SCHEMA_UNSUPPORTED, f"{address} has no validator")
+        plan.validators = validators
+        return validators
+
+    async def _call(
+        self, source: str, tool: str, arguments: Any, record: ToolCallEvent | None
+    ) -> Any:
+        if self.calls_started > self._limits.max_tool_calls:
+            raise self._reject(
+                ErrorCode.TOOL_CALL_LIMIT,
+                f"this run already made {self._limits.max_tool_calls} tool calls "
+                "(max_tool_calls); batch work into fewer calls",
+                address=tool_address(source, tool),
+                source=source,
+            )
+        call_id = self.calls_started
+        plan = self._plan(source, tool)
+        address = plan.address
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise self._reject(
+                ErrorCode.TOOL_INPUT_INVALID,
+                f"{address} takes one object argument, got {type(arguments).__name__}",
+                address=address,
+                source=source,
+            )
+        if arguments and depth_exceeds(arguments):
+            raise self._reject(
+                ErrorCode.TOOL_INPUT_INVALID,
+                f"the arguments of {address} {NESTING_HINT}",
+                address=address,
+                source=source,
+            )
+        try:
+            size = _json_size(arguments) if arguments else 2
+        except (TypeError, ValueError, RecursionError) as exc:
+            reason = "nest too deeply" if isinstance(exc, RecursionError) else "are not JSON data"
+            raise self._reject(
+                ErrorCode.TOOL_INPUT_INVALID,
+                f"the arguments of {address} {reason}",
+                address=address,
+                source=source,
+            ) from None
+        self._account(size, address, source)
+        if record is not None:
+            record.request_bytes = size
+        validators = self._input_validators(plan)
         issue = validators[0].first_error(arguments)
         if issue is not None:
             raise self._reject(
@@ -363,40 +508,38 @@ class ToolBridge:
                 f"invalid input for {address} at {issue.path}: "
                 + bounded(issue.message.rstrip("."), 400)
                 + "."
-                + expected_properties(definition.input_schema),
+                + expected_properties(plan.definition.input_schema),
                 address=address,
                 source=source,
                 details=(("path", issue.path),),
             )
         queued = time.perf_counter()
-        async with self._slots:
+        await self._slots.acquire()
+        try:
             dispatched = time.perf_counter()
             if record is not None:
                 record.queue_ms = (dispatched - queued) * 1000
             try:
-                return await self._dispatch(definition, validators[1], call_id, arguments, record)
+                return await self._dispatch(plan, validators[1], call_id, arguments, record)
             finally:
                 self.tool_ms += (time.perf_counter() - dispatched) * 1000
+        finally:
+            self._slots.release()
 
     async def _dispatch(
         self,
-        definition: ToolDefinition,
+        plan: _Plan,
         output_validator: Validator | None,
         call_id: int,
         arguments: dict[str, Any],
         record: ToolCallEvent | None,
     ) -> Any:
-        address, source = definition.address, definition.source
-        request = ToolCallRequest(
-            address=address,
-            source=source,
-            tool=definition.name,
-            arguments=arguments,
-            annotations=definition.annotations,
-            execution_id=self._execution_id,
-            context=self._context,
-        )
-        verdict = await decide(self._policy, request, timeout_s=self._timeout_s)
+        definition = plan.definition
+        address, source = plan.address, definition.source
+        verdict = plan.verdict
+        if verdict is None:
+            request = self._request(plan, arguments)
+            verdict = await decide(self._policy, request, timeout_s=self._timeout_s)
         if record is not None:
             record.decision, record.rule = verdict.decision, verdict.rule
         if not verdict.allowed:
@@ -406,24 +549,25 @@ class ToolBridge:
                 address=address,
                 source=source,
             )
-        provider = self._providers.get(source)
+        provider = plan.provider
         if provider is None:  # pragma: no cover - the catalog only lists configured sources
             raise self._reject(ErrorCode.SOURCE_UNAVAILABLE, f"source {source!r} is not running")
-        self._emit("tool_call_started", address, f"calling {address}")
+        on_event = self._on_event
+        if on_event is not None:
+            on_event("tool_call_started", address, f"calling {address}")
         context = CallContext(
             execution_id=self._execution_id,
             call_id=call_id,
             timeout_s=self._timeout_s,
             max_result_bytes=self._limits.tool_result_bytes,
-            report_progress=lambda message: self._emit(
-                "tool_progress", address, bounded(message, 200)
-            ),
+            report_progress=plan.report or _ignore,
             run_context=self._context,
         )
         outcome = "failed"
         try:
-            async with asyncio.timeout(self._timeout_s):
-                output = await provider.call_tool(definition.name, arguments, context)
+            output = await _timed(
+                provider.call_tool(definition.name, arguments, context), self._timeout_s
+            )
             result = self._check_result(definition, output_validator, output, record)
             outcome = "finished"
             return result
@@ -495,7 +639,8 @@ class ToolBridge:
                 correlation_id=correlation_id,
             ) from None
         finally:
-            self._emit("tool_call_finished", address, f"{address} {outcome}")
+            if on_event is not None:
+                on_event("tool_call_finished", address, f"{address} {outcome}")
 
     def _check_result(
         self,
@@ -526,7 +671,7 @@ class ToolBridge:
                 source=source,
             )
         try:
-            size = _json_size(result)
+            text, size = _json_text(result)
         except (TypeError, ValueError, RecursionError) as exc:
             if isinstance(exc, RecursionError):
                 reason = "nests too deeply (some hundreds of levels at most)"
@@ -576,8 +721,12 @@ class ToolBridge:
                     source=source,
                     details=(("path", issue.path),),
                 )
-        return result
+        return JsonText(text)  # encoded once: the sandbox gets this very text
 
     def _emit(self, kind: str, address: str, message: str) -> None:
         if self._on_event is not None:
             self._on_event(kind, address, message)
+
+
+def _ignore(_message: str) -> None:
+    """Progress reports of a run nobody follows."""

@@ -96,6 +96,19 @@ def _private_request(policy: ToolPolicy, request: ToolCallRequest) -> ToolCallRe
     return dataclasses.replace(request, arguments=copy.deepcopy(dict(request.arguments)))
 
 
+def fixed_verdict(policy: ToolPolicy, request: ToolCallRequest) -> PolicyDecision | None:
+    """``policy``'s decision for every call of ``request``'s tool in one run, when it
+    cannot depend on the arguments or the context (a ``[policy]`` table, this module's
+    policies); ``None`` when it must be asked at each call (a host's callable)."""
+    if not (type(policy) is RulesPolicy or _is_builtin(policy)):
+        return None
+    try:
+        answer = policy(request)
+    except Exception:  # pragma: no cover - this module's policies do not raise
+        return None
+    return answer if isinstance(answer, PolicyDecision) else None
+
+
 def allow_all_tool_calls() -> ToolPolicy:
     """Allow every call. For examples and trusted environments: say so explicitly."""
 

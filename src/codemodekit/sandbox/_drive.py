@@ -23,7 +23,13 @@ from typing import Any, Protocol
 from codemodekit.errors import Diagnostic, ErrorCode, bounded_details, new_correlation_id
 from codemodekit.limits import Limits
 from codemodekit.sandbox._step import Step, ToolCall, decode_calls, decode_value
-from codemodekit.sandbox.base import LogEntry, SandboxHost, SandboxOutcome, ToolCallRejected
+from codemodekit.sandbox.base import (
+    JsonText,
+    LogEntry,
+    SandboxHost,
+    SandboxOutcome,
+    ToolCallRejected,
+)
 
 log = logging.getLogger("codemodekit.sandbox")
 
@@ -239,6 +245,8 @@ def _settlement(
     error: BaseException | None = None,
 ) -> str:
     """One ``[id, 1, value]`` / ``[id, 0, error]`` line of a settle batch, as JSON text."""
+    if error is None and type(value) is JsonText:
+        return f"[{call.call_id},1,{value}]"
     if isinstance(error, ToolCallRejected):
         diagnostic = error.diagnostic
     elif isinstance(error, asyncio.CancelledError):

@@ -40,6 +40,13 @@ class LogEntry:
         return {"level": self.level, "message": self.message}
 
 
+class JsonText(str):
+    """A tool result already encoded as compact JSON text by the host (the bridge encodes
+    it once to measure and bound it); the sandbox passes the text on as it is."""
+
+    __slots__ = ()
+
+
 class ToolCallRejected(Exception):
     """Raised by ``SandboxHost.call_tool``: becomes a catchable JS ``Error`` in the sandbox.
 
