@@ -56,6 +56,8 @@ MAX_HINT_CHARS = 500
 
 
 STARTED = '{"k":"started"}'
+_RUNNING = '{"s":0}'
+"""The drain packet's head while the program runs and no console line is to be streamed."""
 """The port's answer to ``start`` when the program is running (see ``prelude.js``)."""
 
 JS_INT_MAX = 2**31 - 1
@@ -160,22 +162,24 @@ class Engine:
         self._ctx.set_time_limit(remaining)
         # Operators and most natives never poll for the time limit: the watchdog ends a
         # slice that overruns its budget from outside (see _watchdog.py).
-        watchdog = self._watchdog
-        running = watchdog.enter(
-            self._ctx, watchdog.clock() + remaining + self._grace_s, self._heap_limit
-        )
+        watchdog, clock = self._watchdog, self._clock
+        # In a worker process the compute clock is this process's CPU clock: read it once
+        # at each end of the slice (each read is a system call).
+        cpu_clock = clock is time.process_time
+        started = clock()
+        cpu_started = started if cpu_clock else time.process_time()
+        running = watchdog.enter(self._ctx, started + remaining + self._grace_s, self._heap_limit)
         self._slice = running
         if self._interrupted:
             watchdog.trip(running)
-        started = self._clock()
-        cpu_started = time.process_time()
         failure: quickjs.JSException | None = None
         try:
             result = fn(*args)
         except quickjs.JSException as exc:
             failure = exc
         finally:
-            self._used += self._clock() - started
+            ended = clock()
+            self._used += ended - started
             self._slice = None
             tripped = watchdog.leave(running)
         # The binding's own time limit is on this process's CPU clock, which in the server's
@@ -183,7 +187,8 @@ class Engine:
         # interrupted a promise job, which an async function turns into a rejection (or a
         # promise that never settles) instead of an error that reaches us. Either way the
         # run's state is broken by the limit, so the run ends at its compute limit.
-        if not tripped and time.process_time() - cpu_started >= remaining:
+        cpu_ended = ended if cpu_clock else time.process_time()
+        if not tripped and cpu_ended - cpu_started >= remaining:
             tripped = True
         if tripped:
             # Whatever the slice reported (out of memory, a caught failure), it ran past its
@@ -257,6 +262,8 @@ class Engine:
         if not isinstance(drained, str):
             raise EngineFault(self._internal("the sandbox port returned a non-string"))
         head, *lines = drained.split("\n")
+        if head == _RUNNING:  # most slices: the program goes on, no console lines
+            return Step(call_lines=lines)
         packet = loads(head)
         if not isinstance(packet, dict) or "s" not in packet:
             raise EngineFault(self._port_fault(packet, "drain"))

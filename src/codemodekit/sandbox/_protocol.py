@@ -4,10 +4,12 @@ A frame is a 4-byte big-endian length, one kind byte, then the payload. Host to 
 ``S`` start a run (JSON: limits and the TypeScript source or a compiled program), ``T``
 settle calls (the batch text), ``A`` abandon (JSON diagnostic), ``X`` drop the current run,
 ``Q`` quit. Worker to host: ``H`` hello (JSON: pid, CPU seconds), ``K`` (empty) as soon as
-it has read a start request, ``P`` a step.
+it has read a start request, ``P`` a step, ``C`` a step that only queues calls.
 
-A step is ``header`` (JSON, one line), the returned value's JSON text (or an empty line),
-then one queued call per line. JSON text never contains a raw line break, so the model's
+A ``P`` step is ``header`` (JSON, one line), the returned value's JSON text (or an empty
+line), then one queued call per line. Most steps only queue calls (one per awaited tool
+call): those are ``C``, the worker's CPU seconds as an 8-byte big-endian double, then the
+queued calls, one per line, with no header to encode or parse. JSON text never contains a raw line break, so the model's
 values cross unescaped and are parsed once, by the host. The host treats every frame as
 untrusted: the worker runs hostile code, so a malformed frame ends the run, never the host.
 """
@@ -15,6 +17,7 @@ untrusted: the worker runs hostile code, so a malformed frame ends the run, neve
 from __future__ import annotations
 
 import json
+import struct
 from typing import Any
 
 from codemodekit.errors import Diagnostic, ErrorCode, Location
@@ -36,8 +39,15 @@ def frame(kind: bytes, payload: bytes) -> bytes:
     return (len(payload) + 1).to_bytes(4, "big") + kind + payload
 
 
-def encode_step(step: Step, cpu_s: float, rss: int = 0) -> bytes:
-    # A step that only queues calls (most of them) says no more than it must.
+_CPU = struct.Struct(">d")
+
+
+def encode_step(step: Step, cpu_s: float, rss: int = 0) -> tuple[bytes, bytes]:
+    """The frame kind and payload of ``step``."""
+    if not step.done and not step.stream and not step.compile_ms:
+        calls = "\n".join(step.call_lines).encode("utf-8", "surrogatepass")
+        return b"C", _CPU.pack(cpu_s) + calls
+    # A last step, or one with console lines: the header says what there is.
     header: dict[str, Any] = {"u": cpu_s}
     if step.done:
         header.update(
@@ -55,12 +65,24 @@ def encode_step(step: Step, cpu_s: float, rss: int = 0) -> bytes:
     if step.stream:
         header["s"] = [[entry.level, entry.message] for entry in step.stream]
     lines = [json.dumps(header), step.value_json or "", *step.call_lines]
-    return "\n".join(lines).encode("utf-8", "surrogatepass")
+    return b"P", "\n".join(lines).encode("utf-8", "surrogatepass")
+
+
+def decode_calls_step(payload: bytes) -> tuple[Step, float]:
+    """A ``C`` step (calls only) and the worker's CPU seconds when it sent it."""
+    try:
+        (cpu_s,) = _CPU.unpack_from(payload)
+        text = payload[8:].decode("utf-8", "surrogatepass")
+    except (ValueError, struct.error) as exc:
+        raise ProtocolFault(f"malformed step: {exc!r:.200}") from None
+    if cpu_s != cpu_s or cpu_s < 0:  # NaN or negative: a worker's clock never says that
+        raise ProtocolFault("malformed step: bad CPU time")
+    return Step(call_lines=text.split("\n") if text else []), cpu_s
 
 
 def decode_step(payload: bytes) -> tuple[Step, float, int]:
-    """A step from a worker, the worker's CPU seconds when it sent it, and (on the last step
-    of a run) its resident size in bytes."""
+    """A ``P`` step from a worker, the worker's CPU seconds when it sent it, and (on the last
+    step of a run) its resident size in bytes."""
     try:
         text = payload.decode("utf-8", "surrogatepass")
         head, value, *calls = text.split("\n")

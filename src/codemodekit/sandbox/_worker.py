@@ -148,7 +148,7 @@ class _Worker:
                 if rss > baseline + TRIM_GROWTH_BYTES:
                     _trim_heap()
                     rss = _rss_bytes()
-            self._send(b"P", encode_step(step, time.process_time(), rss))
+            self._send(*encode_step(step, time.process_time(), rss))
             if step.done and self._prepared is None:
                 self._prepared = prepare_context(prelude_source())
 

@@ -27,6 +27,7 @@ from codemodekit.sandbox._engine import compute_limit, internal_failure
 from codemodekit.sandbox._protocol import (
     MAX_FRAME_BYTES,
     ProtocolFault,
+    decode_calls_step,
     decode_step,
     frame,
 )
@@ -55,6 +56,8 @@ COMPILE_ALLOWANCE_S = 2.0
 """CPU time a start request may spend compiling before the run's compute budget applies."""
 RECHECK_S = 0.02
 """How soon a slice that is not yet over its CPU budget is checked again."""
+RECEIVE_BYTES = 64 * 1024
+"""Each run's receive buffer, reused for every reply (a reply may take several reads)."""
 
 
 class _WorkerLost(Exception):
@@ -163,7 +166,8 @@ class _ProcessChannel:
         self._limits = limits
         self._loop = asyncio.get_running_loop()
         self._buffer = bytearray()
-        self._pending: asyncio.Future[bytes] | None = None
+        self._received = bytearray(RECEIVE_BYTES)
+        self._pending: asyncio.Future[tuple[bytes, bytes]] | None = None
         self._used_s = 0.0
         self.worker_cpu_s = 0.0
         """The worker's CPU time over this run's requests, as it reported it."""
@@ -219,7 +223,7 @@ class _ProcessChannel:
                 raise _WorkerLost(
                     _lost("the worker died while the run awaited tools", worker=worker)
                 )
-            future: asyncio.Future[bytes] = self._loop.create_future()
+            future: asyncio.Future[tuple[bytes, bytes]] = self._loop.create_future()
             self._pending = future
             data = frame(kind, payload)
             self._in_slice = True
@@ -244,10 +248,14 @@ class _ProcessChannel:
                     timer.cancel()
                 self._timer = self._loop.call_at(deadline, self._check_cpu)
             try:
-                reply = await future
+                kind, reply = await future
             finally:
                 self._pending = None
-            step, cpu_s, rss = decode_step(reply)
+            if kind == b"C":
+                step, cpu_s = decode_calls_step(reply)
+                rss = 0
+            else:
+                step, cpu_s, rss = decode_step(reply)
         except ProtocolFault as fault:
             self._fail_worker()
             return self._end(internal_failure(f"worker {worker.pid}: {fault}"))
@@ -286,36 +294,56 @@ class _ProcessChannel:
     # -- the worker's socket ------------------------------------------------------------------
     def _on_readable(self) -> None:
         worker = self._worker
+        received = self._received
         try:
-            data = worker.sock.recv(1 << 20)
+            size = worker.sock.recv_into(received)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
-            data = b""
-        if not data:
+            size = 0
+        if not size:
             self._on_closed()
             return
         buffer = self._buffer
-        buffer += data
-        while len(buffer) >= 4:
-            size = int.from_bytes(buffer[:4], "big")
-            if size < 1 or size > MAX_FRAME_BYTES:
-                self._protocol_fault(f"frame of {size} bytes")
+        if buffer:
+            buffer += memoryview(received)[:size]
+            self._take(buffer, len(buffer))
+        else:
+            self._take(received, size)  # the common case: a whole reply in one read
+
+    def _take(self, data: bytearray, size: int) -> None:
+        """Deliver the whole frames at the start of ``data[:size]`` and keep the rest in
+        ``self._buffer`` (``data`` is either that buffer or the receive buffer)."""
+        at = 0
+        while size - at >= 4:
+            length = int.from_bytes(data[at : at + 4], "big")
+            if length < 1 or length > MAX_FRAME_BYTES:
+                self._protocol_fault(f"frame of {length} bytes")
                 return
-            if len(buffer) < 4 + size:
+            if size - at < 4 + length:
+                break
+            kind, payload = bytes(data[at + 4 : at + 5]), bytes(data[at + 5 : at + 4 + length])
+            at += 4 + length
+            if not self._deliver(kind, payload):
                 return
-            kind, payload = bytes(buffer[4:5]), bytes(buffer[5 : 4 + size])
-            del buffer[: 4 + size]
-            if kind == b"K" and self._in_slice and not self._taken:
-                self._taken = True
-                continue
-            if kind != b"P" or not self._in_slice or not self._taken:
-                self._protocol_fault(f"unexpected frame {kind!r}")
-                return
-            self._in_slice = False
-            pending = self._pending
-            if pending is not None and not pending.done():
-                pending.set_result(payload)
+        if data is self._buffer:
+            del data[:at]
+        elif at < size:
+            self._buffer += memoryview(data)[at:size]
+
+    def _deliver(self, kind: bytes, payload: bytes) -> bool:
+        """Hand one frame to the pending request; ``False`` when the worker broke the protocol."""
+        if kind == b"K" and self._in_slice and not self._taken:
+            self._taken = True
+            return True
+        if kind not in (b"P", b"C") or not self._in_slice or not self._taken:
+            self._protocol_fault(f"unexpected frame {kind!r}")
+            return False
+        self._in_slice = False
+        pending = self._pending
+        if pending is not None and not pending.done():
+            pending.set_result((kind, payload))
+        return True
 
     def _on_closed(self) -> None:
         worker = self._worker
