@@ -16,11 +16,13 @@ Python ``str`` character). QuickJS reports UTF-8 byte columns: ``user_location``
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
 import tree_sitter as ts
 
+from codemodekit.compiler.calls import plan_direct_calls, site_table
 from codemodekit.compiler.ending import ends_in_expression
 from codemodekit.compiler.erase import plan_erasure, render
 from codemodekit.compiler.location import LINE_BREAK, user_location
@@ -146,8 +148,21 @@ class CodeCompiler:
             raise CompileFailure(
                 Diagnostic(code, plan.rejection.message, location_at(data, plan.rejection.offset))
             )
-        body = render(data, plan)
-        return CompiledProgram(WRAPPER_HEAD + body + WRAPPER_TAIL, LINE_OFFSET, source)
+        lowered = plan_direct_calls(data, root, plan.ranges)
+        if lowered is None:
+            return CompiledProgram(
+                WRAPPER_HEAD + render(data, plan) + WRAPPER_TAIL, LINE_OFFSET, source
+            )
+        # Awaited calls of statically named tools (see compiler/calls.py): the program is
+        # `[wrapper taking the direct-call table, the table's sites]`; the prelude builds
+        # the table and starts the wrapper with it.
+        lowered_data, parameter, calls = lowered
+        body = render(lowered_data, plan)
+        table = json.dumps(
+            site_table(lowered_data, body, calls, LINE_OFFSET), separators=(",", ":")
+        )
+        javascript = f"[(async ({parameter}) => {{\n{body}\n}}), {table}]"
+        return CompiledProgram(javascript, LINE_OFFSET, source)
 
 
 MAX_NESTING = 10_000

@@ -571,6 +571,18 @@
   lock(G, "tools", tools);
 
   // ---- the host port ----------------------------------------------------------------
+  // One function per lowered call site: `[source, tool, line, column, …]` (the position
+  // of `tools` in the program, for the caret of a failing call).
+  const directCalls = (sites) => {
+    const table = record();
+    for (let i = 0, k = 0; i + 3 < sites.length; i += 4, k++) {
+      const ns = sites[i];
+      const name = sites[i + 1];
+      const where = sites[i + 2] + ":" + sites[i + 3];
+      table[k] = named("codemode$direct", (args) => load("calls").direct(ns, name, where, args));
+    }
+    return freeze(table);
+  };
   const commands = record();
   let streaming = false; // the host takes console entries as they are written
   // The lazy modules' sources, handed over once when the context is prepared (ahead of
@@ -594,6 +606,9 @@
     let program;
     try {
       program = indirectEval(source);
+      // `[wrapper, sites]`: the compiler lowered awaited calls of named tools to entries
+      // of a direct-call table, which the wrapper takes as its parameter.
+      if (isArray(program)) program = apply(program[0], undefined, [directCalls(program[1])]);
     } catch (e) {
       if (e instanceof NativeSyntaxError && state === 0) {
         const stack = e.stack;

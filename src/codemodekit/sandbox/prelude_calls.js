@@ -134,8 +134,20 @@
     if (read !== undefined) delete seenSites[id];
     return api.setPrototypeOf([rawStack(), read], null);
   });
+  // A direct call knows where it is (`line:column` of `tools` in the program): its stack's
+  // first user frame gets that position (QuickJS puts a call at its last argument).
+  const atSite = (frames, where) => {
+    const nl = apply(indexOf, frames, ["\n"]);
+    const head = nl < 0 ? frames : apply(slice, frames, [0, nl]);
+    const at = apply(api.lastIndexOf, head, ["<input>:"]);
+    if (at < 0) return "    at <anonymous> (<input>:" + where + ")\n" + frames;
+    const close = apply(indexOf, head, [")", at]);
+    return apply(slice, head, [0, at + 8]) + where + (close < 0 ? "" : apply(slice, head, [close])) +
+      (nl < 0 ? "" : apply(slice, frames, [nl]));
+  };
   const siteText = (raw) => {
     const site = userFrames(raw[0]);
+    if (raw[2] !== undefined) return atSite(site, raw[2]);
     if (raw[1] === undefined) return site;
     const read = userFrames(raw[1]);
     const a = frameOf(site);
@@ -292,8 +304,8 @@
     return out;
   };
 
-  const call = api.named("codemode$call", (ns, name, args) => {
-    const site = siteOf(ns, name);
+  // The arguments as JSON text, or why they are not JSON: [json, problem, badPath].
+  const encoded = (args) => {
     let json;
     let problem = "";
     let badPath = "";
@@ -306,20 +318,34 @@
     } catch (e) {
       problem = api.load("console").format(e);
     }
-    if (problem) {
-      const address = "tools" + accessor(ns) + accessor(name);
-      const info = api.record();
-      info.code = "TOOL_INPUT_INVALID";
-      info.message = "the arguments for " + address + " are not JSON-serializable: " + problem;
-      if (badPath !== "") {
-        info.details = api.record();
-        info.details.path = badPath;
-      }
-      info.tool = address;
-      info.source = ns;
+    const out = api.record();
+    out.json = json;
+    out.problem = problem;
+    out.badPath = badPath;
+    return out;
+  };
+  const refused = (ns, name, problem, badPath) => {
+    const address = "tools" + accessor(ns) + accessor(name);
+    const info = api.record();
+    info.code = "TOOL_INPUT_INVALID";
+    info.message = "the arguments for " + address + " are not JSON-serializable: " + problem;
+    if (badPath !== "") {
+      info.details = api.record();
+      info.details.path = badPath;
+    }
+    info.tool = address;
+    info.source = ns;
+    return info;
+  };
+
+  const call = api.named("codemode$call", (ns, name, args) => {
+    const site = siteOf(ns, name);
+    const e = encoded(args);
+    if (e.problem) {
+      const info = refused(ns, name, e.problem, e.badPath);
       const watchedReject = watch(
         apply(api.promiseReject, api.Promise, [toolError(info, site, 0)]),
-        address,
+        info.tool,
       );
       watchedReject[1].settled = true;
       failed(watchedReject[1], info.code, info.message);
@@ -334,8 +360,35 @@
     const watchedCall = watch(promise, "tools" + accessor(ns) + accessor(name));
     slot[5] = watchedCall[1];
     pending[id] = slot;
-    outbox[outEnd++] = "[" + id + "," + stringify(ns) + "," + stringify(name) + "," + json + "]";
+    outbox[outEnd++] = "[" + id + "," + stringify(ns) + "," + stringify(name) + "," + e.json + "]";
     return watchedCall[0];
+  });
+
+  // A call the compiler saw awaited on the spot (`await tools.a.b(x)`, see compiler_calls):
+  // its site is known (`where`), its promise is native and observed from the start, so it
+  // needs no proxy, no read of the reference and no hint.
+  const direct = api.named("codemode$direct", (ns, name, where, args) => {
+    const site = api.setPrototypeOf([rawStack(), undefined, where], null);
+    const e = encoded(args);
+    if (e.problem) {
+      const info = refused(ns, name, e.problem, e.badPath);
+      return apply(api.promiseReject, api.Promise, [toolError(info, site, 0)]);
+    }
+    const id = ++nextId;
+    const w = api.record();
+    w.address = "tools" + accessor(ns) + accessor(name);
+    w.observed = true;
+    w.failed = "";
+    w.settled = false;
+    const slot = api.setPrototypeOf([undefined, undefined, site, ns, name, w], null);
+    const promise = new api.Promise((resolve, reject) => {
+      slot[0] = resolve;
+      slot[1] = reject;
+    });
+    w.promise = promise;
+    pending[id] = slot;
+    outbox[outEnd++] = "[" + id + "," + stringify(ns) + "," + stringify(name) + "," + e.json + "]";
+    return promise;
   });
 
   // At most `max` calls per slice, so a flood of calls never floods the host at once;
@@ -402,6 +455,7 @@
 
   const m = api.record();
   m.call = call;
+  m.direct = direct;
   m.seen = seen;
   m.drain = drain;
   m.settle = settle;
