@@ -31,6 +31,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     annotations: Mapping[str, Any] | None = None,
+    blocking: bool = True,
 ) -> Callable[[Callable[..., Any]], LocalTool]: ...
 
 
@@ -41,15 +42,24 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     annotations: Mapping[str, Any] | None = None,
+    blocking: bool = True,
 ) -> LocalTool | Callable[[Callable[..., Any]], LocalTool]:
     """Make a tool of a typed function: ``@tool`` or ``@tool(name=..., annotations=...)``.
 
     A keyword-only ``context: ToolContext`` parameter receives the call's context and is not
     part of the input. ``annotations`` are MCP hints such as ``{"readOnlyHint": True}``.
+    ``blocking=False``: a sync function that never blocks runs on the event loop rather
+    than a thread (see ``define_tool``).
     """
 
     def make(function: Callable[..., Any]) -> LocalTool:
-        return _from_function(function, name=name, description=description, annotations=annotations)
+        return _from_function(
+            function,
+            name=name,
+            description=description,
+            annotations=annotations,
+            blocking=blocking,
+        )
 
     return make if fn is None else make(fn)
 
@@ -60,6 +70,7 @@ def _from_function(
     name: str | None,
     description: str | None,
     annotations: Mapping[str, Any] | None,
+    blocking: bool = True,
 ) -> LocalTool:
     if not callable(fn):
         raise TypeError("@tool: decorate a function")
@@ -107,19 +118,31 @@ def _from_function(
     def dump(result: Any) -> Any:
         return result if adapter is None else adapter.dump_python(result, mode="json")
 
-    execute: Any  # takes a keyword-only ToolContext, which define_tool detects
-    if is_async:
+    execute: Any
+    # Takes a keyword-only ToolContext (which define_tool detects) only when `fn` wants one:
+    # building it costs every call.
+    if is_async and wants_context:
 
-        async def execute_async(args: BaseModel, *, context: ToolContext) -> Any:
-            extra = {"context": context} if wants_context else {}
-            return dump(await fn(**arguments(args), **extra))
+        async def execute_async_context(args: BaseModel, *, context: ToolContext) -> Any:
+            return dump(await fn(**arguments(args), context=context))
+
+        execute = execute_async_context
+    elif is_async:
+
+        async def execute_async(args: BaseModel) -> Any:
+            return dump(await fn(**arguments(args)))
 
         execute = execute_async
+    elif wants_context:
+
+        def execute_sync_context(args: BaseModel, *, context: ToolContext) -> Any:
+            return dump(fn(**arguments(args), context=context))
+
+        execute = execute_sync_context
     else:
 
-        def execute_sync(args: BaseModel, *, context: ToolContext) -> Any:
-            extra = {"context": context} if wants_context else {}
-            return dump(fn(**arguments(args), **extra))
+        def execute_sync(args: BaseModel) -> Any:
+            return dump(fn(**arguments(args)))
 
         execute = execute_sync
     execute.__module__ = getattr(fn, "__module__", execute.__module__)
@@ -131,6 +154,7 @@ def _from_function(
         output_schema=output_schema,
         annotations=annotations,
         name=name or getattr(fn, "__name__", None),
+        blocking=blocking,
     )
 
 
