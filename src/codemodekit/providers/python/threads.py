@@ -12,6 +12,7 @@ Threads start on demand, up to ``limit``, and stay. A tool that hangs keeps its 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import queue
 import threading
 from collections.abc import Callable
@@ -70,10 +71,9 @@ class ToolThreads:
                     outcome, ok = fn(), True
                 except BaseException as exc:  # delivered to the awaiting call
                     outcome, ok = exc, False
-                try:
+                # A closed loop (RuntimeError): nobody awaits the call any more.
+                with contextlib.suppress(RuntimeError):
                     loop.call_soon_threadsafe(_settle, future, ok, outcome)
-                except RuntimeError:  # the loop is closed: nobody awaits the call any more
-                    pass
                 del outcome, fn, future, job
             with self._lock:
                 if self._closed:
@@ -92,9 +92,7 @@ class ToolThreads:
                 break
             if job is not None:
                 loop, future, _fn = job
-                try:
+                with contextlib.suppress(RuntimeError):
                     loop.call_soon_threadsafe(future.cancel)
-                except RuntimeError:
-                    pass
         for _ in range(threads):
             self._jobs.put(None)
