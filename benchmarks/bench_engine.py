@@ -469,9 +469,11 @@ async def issue11_rows() -> None:
 
 async def main_async(quick: bool) -> None:
     load = os.getloadavg()
+    loop = type(asyncio.get_running_loop()).__module__
     print(
         "tool-call path and runs through CodeMode.run (process = sandbox worker processes, "
-        f"the default; inline = this process); load average {load[0]:.2f} {load[1]:.2f}"
+        f"the default; inline = this process); event loop {loop}; "
+        f"load average {load[0]:.2f} {load[1]:.2f}"
     )
     for mode in ("process", "inline"):
         await issue21_rows(mode, quick)
@@ -484,4 +486,12 @@ async def main_async(quick: bool) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="issue-21 rows, fewer repetitions")
-    asyncio.run(main_async(parser.parse_args().quick))
+    parser.add_argument(
+        "--uvloop", action="store_true", help="run on uvloop (pip install codemodekit[uvloop])"
+    )
+    options = parser.parse_args()
+    if options.uvloop:
+        import uvloop
+
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    asyncio.run(main_async(options.quick))

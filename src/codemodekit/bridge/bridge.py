@@ -568,7 +568,7 @@ class ToolBridge:
             output = await _timed(
                 provider.call_tool(definition.name, arguments, context), self._timeout_s
             )
-            result = self._check_result(definition, output_validator, output, record)
+            result = self._check_result(plan, output_validator, output, record)
             outcome = "finished"
             return result
         except ToolCallRejected:
@@ -644,12 +644,12 @@ class ToolBridge:
 
     def _check_result(
         self,
-        definition: ToolDefinition,
+        plan: _Plan,
         output_validator: Validator | None,
         output: ToolOutput,
         record: ToolCallEvent | None = None,
     ) -> Any:
-        address, source = definition.address, definition.source
+        address, source = plan.address, plan.definition.source
         if not isinstance(output, ToolOutput):
             raise self._reject(
                 ErrorCode.TOOL_RESULT_INVALID,

@@ -38,7 +38,41 @@ def main_thread_stack_cap() -> int:
     return 6 * 1024 * 1024
 
 
-_Job = tuple[Callable[[], Any], Future[Any]]
+_Job = tuple[Callable[[], Any], "Future[Any] | _LoopFuture"]
+
+
+class _LoopFuture:
+    """A slice's outcome handed straight to an asyncio future on its loop: one
+    ``call_soon_threadsafe``, where ``asyncio.wrap_future`` chains two futures with locks."""
+
+    __slots__ = ("future", "loop")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any]) -> None:
+        self.loop, self.future = loop, future
+
+    def set_running_or_notify_cancel(self) -> bool:
+        return not self.future.cancelled()  # a plain read; a late cancel is seen in _deliver
+
+    def set_result(self, result: Any) -> None:
+        self._deliver(True, result)
+
+    def set_exception(self, exc: BaseException) -> None:
+        self._deliver(False, exc)
+
+    def _deliver(self, ok: bool, outcome: Any) -> None:
+        try:
+            self.loop.call_soon_threadsafe(_settle, self.future, ok, outcome)
+        except RuntimeError:  # pragma: no cover - the loop closed: nobody awaits the slice
+            pass
+
+
+def _settle(future: asyncio.Future[Any], ok: bool, outcome: Any) -> None:
+    if future.done():
+        return
+    if ok:
+        future.set_result(outcome)
+    else:
+        future.set_exception(outcome)
 
 
 class JsWorkers:
@@ -99,8 +133,13 @@ class JsWorkers:
         self._queue.put((fn, future))
         return future
 
-    async def run(self, fn: Callable[[], T]) -> T:
-        return await asyncio.wrap_future(self.submit(fn))
+    def run(self, fn: Callable[[], T]) -> asyncio.Future[T]:
+        """``fn()`` on a worker; its outcome in a future of the running loop."""
+        if not self._started:
+            self._start()
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._queue.put((fn, _LoopFuture(future.get_loop(), future)))
+        return future
 
     def shutdown(self) -> None:
         """Stop the threads after the queued slices (used by tests and benchmarks)."""

@@ -227,6 +227,8 @@ class LocalToolProvider:
         self._description = description
         self._closed = False
         self._executor: ToolThreads | None = None
+        self._async: dict[str, bool] = {}
+        """Whether each tool's ``execute`` is a coroutine function (asked at its first call)."""
 
     def _threads(self) -> ToolThreads:
         # Each source has its own worker threads. A sync tool that hangs past its timeout
@@ -276,7 +278,10 @@ class LocalToolProvider:
                 execute = functools.partial(tool.execute, context=tool_context)  # type: ignore[call-arg]
         extra = (tool_context,) if tool.context_style == "positional" else ()
         try:
-            if _is_async(tool.execute):
+            is_async = self._async.get(name)
+            if is_async is None:
+                is_async = self._async[name] = _is_async(tool.execute)
+            if is_async:
                 result = await execute(args, *extra)
             elif not tool.blocking:
                 result = execute(args, *extra)
@@ -446,6 +451,7 @@ class PythonModuleProvider(LocalToolProvider):
             )
             raise SourceUnavailable(self._error) from exc
         self._tools = tools_of_module(module)
+        self._async.clear()
         if not self._tools:
             self._error = (
                 f"python module {self._module!r} exposes no tools: define module attributes "
