@@ -1,4 +1,6 @@
-"""Execution-core figures (issue 3): end-to-end run cost, bridge overhead, concurrency.
+"""Component figures of the execution core (issue 3): the bridge alone, 10,000-call loops
+with one tool and a concurrency check. The per-call cost a user pays, with spread, CPU time
+of every process and sync and coroutine tools side by side, is in ``bench_engine.py``.
 
 python benchmarks/bench_core.py
 """
@@ -39,7 +41,10 @@ def _code_mode(**limits: Any) -> CodeMode:
 
 
 async def main_async() -> None:
-    print("execution core")
+    print(
+        "execution core, COMPONENT FIGURES (the 'bridge alone' row has no sandbox; per-call"
+        " figures are one run of 10,000 calls): what a user pays is in bench_engine.py"
+    )
     bare = median_ms(lambda: quickjs.Context().eval("1"), repeat=2000)
     row("bare quickjs Context() + eval('1')", bare, "ms")
     async with _code_mode() as cm:

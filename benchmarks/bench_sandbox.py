@@ -1,4 +1,6 @@
-"""Sandbox benchmark: the QuickJS adapter against a bare quickjs context, and tool-call overhead.
+"""Component figures: the in-process QuickJS adapter against a bare quickjs context, with a
+host that answers every call at once. No bridge (no validation, policy, bounds or scrubbing),
+no worker process: not what a user pays. For that, see ``bench_engine.py``.
 
 Run: ``python benchmarks/bench_sandbox.py`` (add ``--quick`` for fewer repetitions).
 Prints medians; asserts nothing (targets are quoted in the ADRs, not enforced by tests).
@@ -59,6 +61,10 @@ async def main(quick: bool) -> None:
     host = NoOpHost()
     trivial = compiler.compile("return 1", max_source_bytes=limits.source_bytes)
     bare = bare_eval(n)
+    print(
+        "COMPONENT FIGURES: in-process QuickJsSandbox, a no-op host (no bridge: no validation,"
+        " policy, bounds or scrubbing); what a user pays is in bench_engine.py"
+    )
     print(f"bare quickjs.Context().eval('1'):        median {bare:8.1f} µs")
     baselines: dict[str, float] = {}
     for offload in ("thread", "inline"):

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from codemodekit.bridge.bridge import ToolBridge
 from codemodekit.bridge.policy import ToolPolicy, rules_policy
 from codemodekit.catalog.catalog import Catalog
-from codemodekit.compiler.compile import CodeCompiler, check_source_size
 from codemodekit.errors import (
     CompileFailure,
     Diagnostic,
@@ -51,6 +50,7 @@ from codemodekit.sandbox.base import (
 )
 
 if TYPE_CHECKING:
+    from codemodekit.compiler.compile import CodeCompiler
     from codemodekit.search.search import SearchResponse
     from codemodekit.spec.model import Spec
 
@@ -160,7 +160,9 @@ class CodeMode:
         # A sandbox passed in belongs to the caller (it may serve several CodeModes).
         self._owns_sandbox = sandbox is None
         self._sandbox = sandbox if sandbox is not None else _sandbox_for(self.runtime)
-        self._compiler = compiler or CodeCompiler()
+        # Built at the first compile on this side: with worker processes (the default) the
+        # workers compile, and importing the parser costs a fresh process tens of ms.
+        self._compiler = compiler
         self._catalog = Catalog((), sources=names)
         self._start_errors: dict[str, str] = {}
         self._described: dict[str, str] = {}
@@ -486,6 +488,8 @@ class CodeMode:
             work: Awaitable[SandboxOutcome]
             if isinstance(self._sandbox, SourceSandbox):
                 # The sandbox compiles in its worker, under the run's limits.
+                from codemodekit.compiler.size import check_source_size
+
                 try:
                     check_source_size(code, self.limits.source_bytes)
                 except CompileFailure as failure:
@@ -522,7 +526,7 @@ class CodeMode:
             if outcome.ok and outcome.value is None and not _RETURN.search(code):
                 if bridge.calls_started:
                     warnings += (NO_RETURN_HINT,)
-                elif self._compiler.ends_in_expression(code):
+                elif self._code_compiler().ends_in_expression(code):
                     warnings += (LAST_EXPRESSION_HINT,)
             if outcome.ok and depth_exceeds(outcome.value):
                 # Checked here so a run means the same in-process and through `serve`.
@@ -555,14 +559,21 @@ class CodeMode:
             progress.emit("finished", "run finished")
             await progress.close()
 
+    def _code_compiler(self) -> CodeCompiler:
+        if self._compiler is None:
+            from codemodekit.compiler.compile import CodeCompiler
+
+            self._compiler = CodeCompiler()
+        return self._compiler
+
     async def _compile(self, code: str) -> CompiledProgram:
         # Small snippets compile in well under a millisecond; a large or adversarial source
         # (up to source_bytes, bounded by the parse budget) compiles off the event loop so
         # other runs keep going.
         if len(code) <= INLINE_COMPILE_CHARS:
-            return self._compiler.compile(code, max_source_bytes=self.limits.source_bytes)
+            return self._code_compiler().compile(code, max_source_bytes=self.limits.source_bytes)
         return await asyncio.to_thread(
-            self._compiler.compile, code, max_source_bytes=self.limits.source_bytes
+            self._code_compiler().compile, code, max_source_bytes=self.limits.source_bytes
         )
 
     # -- projections --------------------------------------------------------------------------

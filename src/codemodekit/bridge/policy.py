@@ -18,9 +18,10 @@ import re
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from codemodekit.spec.model import PolicyRule, PolicySpec
+if TYPE_CHECKING:  # the spec's models cost ~0.1 s to import; a CodeMode(...) never needs them
+    from codemodekit.spec.model import PolicyRule, PolicySpec
 
 log = logging.getLogger("codemodekit.bridge")
 

@@ -27,6 +27,7 @@ from codemodekit.compiler.ending import ends_in_expression
 from codemodekit.compiler.erase import plan_erasure, render
 from codemodekit.compiler.location import LINE_BREAK, user_location
 from codemodekit.compiler.query import LANGUAGE
+from codemodekit.compiler.size import _check_size, check_source_size
 from codemodekit.compiler.sources import referenced_sources
 from codemodekit.compiler.syntax import first_syntax_error
 from codemodekit.errors import CompileFailure, Diagnostic, ErrorCode, Location
@@ -195,23 +196,6 @@ def _check_depth(data: bytes, root: ts.Node) -> None:
             if not cursor.goto_parent():
                 return
             depth -= 1
-
-
-def check_source_size(source: str, max_source_bytes: int) -> None:
-    """Raise ``SOURCE_TOO_LARGE`` before a source is parsed or sent anywhere."""
-    _check_size(source.encode("utf-8", "surrogatepass"), max_source_bytes)
-
-
-def _check_size(data: bytes, max_source_bytes: int) -> None:
-    # Checked before parsing, so an oversized input costs nothing but its encoding.
-    if len(data) > max_source_bytes:
-        raise CompileFailure(
-            Diagnostic(
-                ErrorCode.SOURCE_TOO_LARGE,
-                f"code is {len(data)} bytes; the limit is {max_source_bytes} bytes: "
-                "split the work into smaller runs",
-            )
-        )
 
 
 def location_at(data: bytes, offset: int) -> Location:

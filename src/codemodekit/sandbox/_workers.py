@@ -10,6 +10,7 @@ Workers get an explicit, large stack so QuickJS's own stack limit always fires f
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import queue
 import threading
@@ -60,10 +61,8 @@ class _LoopFuture:
         self._deliver(False, exc)
 
     def _deliver(self, ok: bool, outcome: Any) -> None:
-        try:
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody awaits the slice
             self.loop.call_soon_threadsafe(_settle, self.future, ok, outcome)
-        except RuntimeError:  # pragma: no cover - the loop closed: nobody awaits the slice
-            pass
 
 
 def _settle(future: asyncio.Future[Any], ok: bool, outcome: Any) -> None:

@@ -364,7 +364,7 @@
     return watchedCall[0];
   });
 
-  // A call the compiler saw awaited on the spot (`await tools.a.b(x)`, see compiler_calls):
+  // A call the compiler saw awaited on the spot (`await tools.a.b(x)`, see compiler/calls.py):
   // its site is known (`where`), its promise is native and observed from the start, so it
   // needs no proxy, no read of the reference and no hint.
   const direct = api.named("codemode$direct", (ns, name, where, args) => {
