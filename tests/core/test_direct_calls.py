@@ -123,3 +123,34 @@ async def test_a_forgotten_await_is_still_pointed_out() -> None:
         )
     assert result.ok and result.value is None
     assert any("did you forget `await`" in w for w in result.warnings), result.warnings
+
+
+LOWERING = {
+    "awaited call": ("await tools.fs.echo({});", ["fs", "echo"]),
+    "two calls": (
+        "await tools.fs.echo({});\nreturn await tools.fs.fail({});",
+        ["fs", "echo", "fs", "fail"],
+    ),
+    "in a string or a comment": (
+        "const s = 'await tools.fs.echo({})'; // await tools.fs.fail()",
+        [],
+    ),
+    "optional call": ("await tools.fs.echo?.({});", []),
+    "tagged template": ("await tools.fs.echo`x`;", []),
+    "not awaited": ("const p = tools.fs.echo({});\nawait p;", []),
+    "parenthesized": ("await (tools.fs.echo({}));", []),
+    "dotted tool name": ("await tools.fs.a.b({});", []),
+    "computed name": ("await tools.fs['echo']({});", []),
+    "line break after await": ("await\n  tools.fs.echo({});", []),
+}
+
+
+@pytest.mark.parametrize(("code", "sites"), list(LOWERING.values()), ids=list(LOWERING))
+def test_only_awaited_calls_of_plain_names_are_lowered(code: str, sites: list[str]) -> None:
+    javascript = CodeCompiler().compile(code, max_source_bytes=1 << 20).javascript
+    if not sites:
+        assert not javascript.startswith("[(async") and "$cm" not in javascript
+        return
+    table = __import__("json").loads(javascript[javascript.rindex("}), ") + 4 : -1])
+    assert [x for i, x in enumerate(table) if i % 4 < 2] == sites
+    assert len(javascript.splitlines()) == len(code.splitlines()) + 2  # every line kept
