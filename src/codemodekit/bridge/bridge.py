@@ -227,12 +227,12 @@ async def _timed(work: Any, timeout_s: float) -> Any:
     if not isinstance(work, types.CoroutineType):
         async with asyncio.timeout(timeout_s):
             return await work
-    deadline = asyncio.get_running_loop().time() + timeout_s
+    started = time.monotonic()  # not the loop's clock: asking for the loop costs a getpid()
     try:
         awaited = work.send(None)
     except StopIteration as stop:
         return stop.value
-    async with asyncio.timeout_at(deadline):
+    async with asyncio.timeout(timeout_s - (time.monotonic() - started)):
         return await _resume(work, awaited)
 
 

@@ -115,6 +115,9 @@ class Engine:
         self._interrupted = False
         self._heap_limit = 0  # 0: none yet (the prelude runs before the limits apply)
         self._grace_s = 0.0  # the user's grace applies to the user's slices only
+        self.clock_at_exit = 0.0
+        """The compute clock when the last slice ended (a worker's CPU time: a worker sends
+        it with the step rather than read its clock, a system call, once more)."""
         try:
             # The prelude is the host's code: it runs before the limits apply and its time
             # is not the user's compute.
@@ -178,7 +181,7 @@ class Engine:
         except quickjs.JSException as exc:
             failure = exc
         finally:
-            ended = clock()
+            ended = self.clock_at_exit = clock()
             self._used += ended - started
             self._slice = None
             tripped = watchdog.leave(running)

@@ -148,7 +148,9 @@ class _Worker:
                 if rss > baseline + TRIM_GROWTH_BYTES:
                     _trim_heap()
                     rss = _rss_bytes()
-            self._send(*encode_step(step, time.process_time(), rss))
+            engine = self._engine
+            cpu_s = time.process_time() if engine is None else engine.clock_at_exit
+            self._send(*encode_step(step, cpu_s, rss))
             if step.done and self._prepared is None:
                 self._prepared = prepare_context(prelude_source())
 

@@ -263,7 +263,6 @@ class LocalToolProvider:
                 args = tool.input_model.model_validate(arguments)
             except ValidationError as exc:
                 raise self._input_invalid(name, exc) from None
-        loop = asyncio.get_running_loop()
         execute: Callable[..., Any] = tool.execute
         tool_context: ToolContext | None = None
         if tool.context_style:
@@ -272,7 +271,7 @@ class LocalToolProvider:
                 execution_id=context.execution_id,
                 call_id=context.call_id,
                 report_progress=context.report_progress,
-                loop=loop,
+                loop=asyncio.get_running_loop(),
             )
             if tool.context_style == "keyword":
                 execute = functools.partial(tool.execute, context=tool_context)  # type: ignore[call-arg]
