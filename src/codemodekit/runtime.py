@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
@@ -26,7 +27,8 @@ class RuntimeOptions:
     always stop: limits are enforced from outside, compute time is the worker's own CPU
     time, and a native fault ends only the run it hosted. `mode = "inline"` runs QuickJS
     inside this process (faster to start, for one-off scripts and embedding where a runaway
-    run may hold a thread until its compute budget runs out). See ADR 0018.
+    run may hold a thread until its compute budget runs out, and with none of the worker
+    processes' containment). See ADR 0019 and ADR 0028.
     """
 
     mode: Literal["process", "inline"] = "process"
@@ -42,11 +44,16 @@ class RuntimeOptions:
     """Heap reserved by the runs in flight, added up (each reserves its `memory_bytes`
     plus a worker's own overhead); runs over it wait in the queue."""
     warm_workers: int = 0
-    """Idle workers kept ready; 0 means one per CPU."""
+    """Idle workers kept ready, forked ahead of demand (each hosts one run); 0 means two
+    per CPU and at least 4."""
     worker_max_runs: int = 1000
-    """Runs one worker hosts before it is replaced."""
+    """Ignored (deprecated): every worker process hosts exactly one run and exits."""
     worker_max_rss_bytes: int = 256 * MIB
-    """A worker whose resident size is over this after a run is replaced."""
+    """Ignored (deprecated): a worker exits after its one run."""
+    unsafe_allow_uncontained: bool = False
+    """Start worker processes even when a mandatory containment layer (seccomp,
+    no-new-privs) cannot be applied on this machine. Unsafe for untrusted code: a
+    compromised engine could then reach the machine. Off: such a machine refuses to run."""
 
     def __post_init__(self) -> None:
         if self.mode not in ("process", "inline"):
@@ -57,11 +64,23 @@ class RuntimeOptions:
             value = getattr(self, f.name)
             if f.name == "mode":
                 continue
+            if f.name == "unsafe_allow_uncontained":
+                if not isinstance(value, bool):
+                    raise TypeError(f"RuntimeOptions.{f.name} must be a boolean, got {value!r}")
+                continue
             if isinstance(value, bool) or not isinstance(value, int):
                 raise TypeError(f"RuntimeOptions.{f.name} must be an integer, got {value!r}")
             floor = 0 if f.name in MAY_BE_ZERO else 1
             if value < floor:
                 raise ValueError(f"RuntimeOptions.{f.name} must be at least {floor}, got {value}")
+        for name in DEPRECATED:
+            if getattr(self, name) != _DEFAULTS[name]:
+                warnings.warn(
+                    f"RuntimeOptions.{name} is ignored: every sandbox worker process hosts "
+                    "one run and exits (ADR 0028)",
+                    DeprecationWarning,
+                    stacklevel=3,
+                )
 
     @property
     def run_slots(self) -> int:
@@ -69,12 +88,16 @@ class RuntimeOptions:
 
     @property
     def warm(self) -> int:
-        return min(self.warm_workers or _cpus(), self.run_slots)
+        return min(self.warm_workers or max(4, 2 * _cpus()), self.run_slots)
 
     def replace(self, **overrides: Any) -> RuntimeOptions:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         values.update(overrides)
         return RuntimeOptions(**values)
 
+
+DEPRECATED = ("worker_max_runs", "worker_max_rss_bytes")
+"""Accepted so existing configurations load; meaningless since workers are single-use."""
+_DEFAULTS = {f.name: f.default for f in fields(RuntimeOptions)}
 
 DEFAULT_RUNTIME = RuntimeOptions()

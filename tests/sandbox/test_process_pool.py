@@ -8,7 +8,6 @@ broken build from hanging the suite; nothing here times the engine.
 from __future__ import annotations
 
 import asyncio
-import collections
 import os
 import signal
 import threading
@@ -161,7 +160,8 @@ async def test_a_run_cancelled_while_awaiting_a_tool_keeps_its_worker(
         stats = sandbox.stats()
         assert stats.busy_workers == 0 and stats.runs_in_flight == 0
         assert stats.worker_restarts == restarts  # JavaScript was not running: no kill
-        assert _alive(pid)
+        # A worker hosts one run (ADR 0028): it is gone now, without counting as a restart.
+        await _until(lambda: not _alive(pid))
         assert (await cm.run("return 'next';")).value == "next"
 
 
@@ -214,23 +214,46 @@ async def test_a_crashed_worker_fails_only_its_own_run(sandbox: ProcessSandbox, 
         assert sandbox.stats().worker_restarts == restarts + 1
 
 
+def _children(parent: int) -> set[int]:
+    """Live processes whose parent is ``parent`` (a zygote's workers)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == parent and fields[0] != "Z":
+                found.add(int(entry))
+    return found
+
+
+async def _zygote_of(box: ProcessSandbox, cm: CodeMode) -> int:
+    """The zygote's pid, learnt through a run's worker."""
+    gate, started = asyncio.Event(), asyncio.Event()
+    async with _code_mode(box, _tools(gate, started)) as probe:
+        run = asyncio.ensure_future(probe.run("await tools.app.wait({}); return 1;"))
+        await started.wait()
+        (pid,) = box.busy_pids()
+        with open(f"/proc/{pid}/status") as status:
+            zygote = int(next(line for line in status if line.startswith("PPid:")).split()[1])
+        gate.set()
+        assert (await run).ok
+    return zygote
+
+
 async def test_an_idle_worker_that_died_is_replaced_before_a_run_uses_it() -> None:
     box = ProcessSandbox(RuntimeOptions(max_runs=2, warm_workers=2), shared=False)
     try:
         async with _code_mode(box) as cm:
+            zygote = await _zygote_of(box, cm)
             await _until(lambda: cm.runtime_stats().workers == 2)
-            pids: list[int] = []
-            for _ in range(2):  # learn the idle workers' pids through runs
-                gate, started = asyncio.Event(), asyncio.Event()
-                async with _code_mode(box, _tools(gate, started)) as probe:
-                    run = asyncio.ensure_future(probe.run("await tools.app.wait({}); return 1;"))
-                    await started.wait()
-                    pids.extend(box.busy_pids())
-                    gate.set()
-                    await run
-            for pid in set(pids):
+            await _until(lambda: len(_children(zygote)) == 2)  # the worker of the probe left
+            pids = _children(zygote)
+            for pid in pids:
                 os.kill(pid, signal.SIGKILL)
-            for pid in set(pids):
+            for pid in pids:
                 # Gone from /proc, not merely a zombie: a killed worker's thread group may
                 # still be closing its files while its leader already shows as a zombie.
                 await _until(lambda pid=pid: not os.path.exists(f"/proc/{pid}"))
@@ -247,15 +270,11 @@ async def test_a_worker_killed_before_it_takes_a_run_hands_the_run_to_another() 
     start request. One run slot: the stopped worker is the only one a run can get."""
     box = ProcessSandbox(RuntimeOptions(max_runs=1, warm_workers=1), shared=False)
     try:
-        gate, started = asyncio.Event(), asyncio.Event()
-        async with _code_mode(box, _tools(gate, started)) as cm:
+        async with _code_mode(box) as cm:
+            zygote = await _zygote_of(box, cm)
             await _until(lambda: cm.runtime_stats().workers == 1)
-            probe = asyncio.ensure_future(cm.run("await tools.app.wait({}); return 1;"))
-            await started.wait()
-            (pid,) = box.busy_pids()
-            gate.set()
-            assert (await probe).ok
-            await _until(lambda: cm.runtime_stats().busy_workers == 0)
+            await _until(lambda: len(_children(zygote)) == 1)
+            (pid,) = _children(zygote)
             os.kill(pid, signal.SIGSTOP)
             try:
                 run = asyncio.ensure_future(cm.run("console.log('ran once'); return 'fine';"))
@@ -401,6 +420,7 @@ async def test_memory_a_run_used_is_handed_back_when_it_ends() -> None:
             idle = cm.runtime_stats().worker_rss_bytes
             results = await asyncio.gather(*(cm.run(hog) for _ in range(4)))
             assert [r.value for r in results] == [400] * 4  # about 40 MB each
+            await _until(lambda: cm.runtime_stats().workers == 4)  # fresh ones replace them
             after = cm.runtime_stats()
         assert after.workers == 4
         # Each worker held about 40 MB; afterwards each is back within a few MiB of idle.
@@ -409,15 +429,11 @@ async def test_memory_a_run_used_is_handed_back_when_it_ends() -> None:
         box.close()
 
 
-@pytest.mark.parametrize(
-    ("options", "most_runs_per_worker"),
-    [
-        (RuntimeOptions(max_runs=1, warm_workers=1, worker_max_runs=2), 2),
-        (RuntimeOptions(max_runs=1, warm_workers=1, worker_max_rss_bytes=1), 1),
-    ],
-    ids=["after-max-runs", "over-rss"],
-)
-async def test_workers_are_recycled(options: RuntimeOptions, most_runs_per_worker: int) -> None:
+async def test_every_run_gets_a_worker_process_of_its_own() -> None:
+    """Single use (ADR 0028): nothing of one run is in the process of the next. The old
+    recycling settings are accepted, with a warning, and change nothing."""
+    with pytest.warns(DeprecationWarning, match="worker_max_runs"):
+        options = RuntimeOptions(max_runs=1, warm_workers=1, worker_max_runs=2)
     box = ProcessSandbox(options, shared=False)
     pids: list[int] = []
 
@@ -433,10 +449,8 @@ async def test_workers_are_recycled(options: RuntimeOptions, most_runs_per_worke
         async with CodeMode(sources=[tools], policy=allow_all_tool_calls(), sandbox=box) as cm:
             for _ in range(6):
                 assert (await cm.run("await tools.app.pid({}); return 1;")).ok
-        assert len(pids) == 6
-        runs_per_worker = collections.Counter(pids)
-        assert max(runs_per_worker.values()) == most_runs_per_worker
-        assert box.stats().worker_restarts == 0  # retired in order, never killed
+        assert len(pids) == len(set(pids)) == 6
+        assert box.stats().worker_restarts == 0  # ended with their runs, never killed early
     finally:
         box.close()
 

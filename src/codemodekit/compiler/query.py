@@ -153,6 +153,14 @@ def _core_query() -> ts.Query:
     return ts.Query(LANGUAGE, _QUERY_SOURCE)
 
 
+def compile_all_queries() -> None:
+    """Compile the core query and every lazy group now (a sandbox zygote does, so that no
+    worker compiles one after its lockdown)."""
+    _core_query()
+    for group in _LAZY_GROUPS:
+        group.query()
+
+
 def capture(root: ts.Node, data: bytes) -> dict[str, list[ts.Node]]:
     """Every capture of the query in the tree of ``data``, by capture name, in source order."""
     found = ts.QueryCursor(_core_query()).captures(root)

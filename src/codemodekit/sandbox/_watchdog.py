@@ -62,6 +62,15 @@ class Watchdog:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
 
+    def start(self) -> None:
+        """Start the thread now (a sandbox worker does, before its rlimits forbid threads)."""
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._loop, name="codemode-js-watchdog", daemon=True
+                )
+                self._thread.start()
+
     def enter(self, ctx: Any, deadline: float, heap: int) -> Slice:
         """Register a slice that must end by ``deadline`` (on ``clock``) and runs
         under the heap limit ``heap``."""

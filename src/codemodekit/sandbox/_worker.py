@@ -1,39 +1,40 @@
-"""Sandbox worker processes: a zygote that forks workers, and the loop each worker runs.
+"""Sandbox worker processes: a zygote that forks workers, and the one run each worker hosts.
 
-``python -m codemodekit.sandbox._worker FD`` starts the zygote. It imports the engine and
-the compiler once, warms them, freezes its heap for the garbage collector, and then only
-forks: for every request on its control socket (FD) it receives one end of a socket pair,
-forks, and answers the child's pid. A fork costs about 0.4 ms and shares the zygote's
-memory copy-on-write, so a killed worker is replaced at once. The zygote starts no thread,
-which keeps fork safe.
+The pool starts the zygote with ``python -I`` and an empty environment (see ``pool.py``).
+The zygote enters a user + network namespace before anything else, imports the engine and
+the compiler, compiles every query, evaluates the prelude into a QuickJS context, builds the
+workers' seccomp filter, drops its capabilities, locks itself (no-new-privs, a deny-list
+filter: no exec, no socket, no file opened) and then only forks: for every request on its
+control socket (FD) it receives one end of a socket pair, forks, and answers the child's
+pid. The zygote never runs model code and starts no thread, which keeps fork safe.
 
-A worker hosts one run at a time: it compiles the TypeScript, runs each slice in a fresh
-QuickJS context under the run's limits, measures compute as its own CPU time, and answers
-each request with one step. Between runs it prepares the next context. It exits when the
-server's end of its socket closes (a thread watches for that while a slice runs); the server
-kills it whenever a run must stop at once. A zygote that dies takes no worker with it.
+A worker locks itself down right after the fork (``_lockdown.py``: descriptors, not
+dumpable, landlock, the allow-list filter, rlimits) and then hosts exactly one run in the
+context it inherited: it compiles the TypeScript, runs each slice under the run's limits,
+measures compute as its own CPU time, answers each request with one step, and exits when
+the run ends. It also exits when the server's end of its socket closes (a thread watches
+for that while a slice runs); the server kills it whenever a run must stop at once, and
+when the run is over. A zygote that dies takes no worker with it. ADR 0019, ADR 0028.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import gc
 import json
 import os
 import select
 import signal
 import socket
-import sys
 import threading
 import time
 import traceback
-from collections import OrderedDict
 from typing import Any, BinaryIO, cast
 
 from codemodekit.compiler.compile import CodeCompiler
+from codemodekit.compiler.query import compile_all_queries
 from codemodekit.errors import CompileFailure
 from codemodekit.limits import Limits
+from codemodekit.sandbox import _lockdown
 from codemodekit.sandbox._engine import Engine, internal_failure, prelude_source
 from codemodekit.sandbox._protocol import decode_diagnostic, encode_step, frame
 from codemodekit.sandbox._step import Step
@@ -42,32 +43,16 @@ from codemodekit.sandbox._watchdog import Watchdog
 from codemodekit.sandbox._workers import main_thread_stack_cap
 from codemodekit.sandbox.base import CompiledProgram
 
-COMPILE_CACHE = 64
-"""Compiled programs kept per worker (agents often resend the same script)."""
-TRIM_GROWTH_BYTES = 8 * 1024 * 1024
-"""After a run, a worker grown this much past its size at start hands freed heap back."""
 PRELUDE_MODULES = ("prelude", "prelude_console", "prelude_calls", "prelude_failure")
 
 
 def _rss_bytes() -> int:
+    """Resident size (read before the lockdown: afterwards no path can be opened)."""
     try:
         with open("/proc/self/statm", "rb") as statm:
             return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return 0
-
-
-def _trim_heap() -> None:
-    """Return freed malloc arenas to the system (glibc keeps them otherwise)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-
-
-def _name_process(name: bytes) -> None:
-    """Linux: the process name `ps`, `top` and `psutil.Process.name()` show (the command line
-    stays the zygote's, since workers are forked)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").prctl(15, ctypes.c_char_p(name), 0, 0, 0)  # PR_SET_NAME
 
 
 def _exit_with_server(conn: socket.socket) -> None:
@@ -92,18 +77,28 @@ def _exit_with_server(conn: socket.socket) -> None:
 
 
 class _Worker:
+    """One run, in the context inherited from the zygote; the process exits when it ends."""
+
     def __init__(
-        self, conn: socket.socket, compiler: CodeCompiler, prepared: tuple[Any, Any]
+        self,
+        conn: socket.socket,
+        compiler: CodeCompiler,
+        prepared: tuple[Any, Any],
+        *,
+        watchdog: Watchdog,
+        layers: _lockdown.ZygoteLayers,
+        rss: int,
     ) -> None:
         self._conn = conn
         self._reader = cast(BinaryIO, conn.makefile("rb", buffering=1 << 16))
         self._compiler = compiler
-        self._compiled: OrderedDict[str, CompiledProgram] = OrderedDict()
-        self._watchdog = Watchdog(clock=time.process_time)
+        self._watchdog = watchdog
+        self._layers = layers
+        self._rss = rss
         self._stack_cap = main_thread_stack_cap()
         self._engine: Engine | None = None
         self._prepared: tuple[Any, Any] | None = prepared
-        """The next run's context: the first is the zygote's own, inherited copy-on-write."""
+        """The run's context: the zygote's own, inherited copy-on-write."""
 
     def _send(self, kind: bytes, payload: bytes) -> None:
         self._conn.sendall(frame(kind, payload))
@@ -119,21 +114,13 @@ class _Worker:
         return body[:1], body[1:]
 
     def serve(self) -> None:
-        baseline = _rss_bytes()
-        hello = {"pid": os.getpid(), "u": time.process_time(), "r": baseline}
+        hello = {"pid": os.getpid(), "u": time.process_time(), "r": self._rss}
         self._send(b"H", json.dumps(hello).encode())
         while True:
             message = self._read()
-            if message is None or message[0] == b"Q":
-                return
+            if message is None or message[0] in (b"Q", b"X"):
+                return  # X: the run ended while it awaited tools
             kind, payload = message
-            if kind == b"X":  # the run ended while it awaited tools
-                if self._engine is not None:
-                    self._engine.close()
-                    self._engine = None
-                if self._prepared is None:
-                    self._prepared = prepare_context(prelude_source())
-                continue
             if kind == b"S":
                 # Taken: from now on a death of this process is its run's (see process.py).
                 self._send(b"K", b"")
@@ -141,18 +128,11 @@ class _Worker:
                 step = self._handle(kind, payload)
             except Exception:
                 step = self._internal_failure()
-            rss = 0
-            if step.done:
-                self._engine = None
-                rss = _rss_bytes()
-                if rss > baseline + TRIM_GROWTH_BYTES:
-                    _trim_heap()
-                    rss = _rss_bytes()
             engine = self._engine
             cpu_s = time.process_time() if engine is None else engine.clock_at_exit
-            self._send(*encode_step(step, cpu_s, rss))
-            if step.done and self._prepared is None:
-                self._prepared = prepare_context(prelude_source())
+            self._send(*encode_step(step, cpu_s, self._rss))
+            if step.done:
+                return  # one run per process
 
     def _handle(self, kind: bytes, payload: bytes) -> Step:
         if kind == b"S":
@@ -168,6 +148,7 @@ class _Worker:
 
     def _start(self, request: dict[str, Any]) -> Step:
         limits = Limits(**request["limits"])
+        _lockdown.bound_address_space(self._layers, limits.memory_bytes)
         started = time.process_time()
         if "source" in request:
             try:
@@ -181,6 +162,8 @@ class _Worker:
             program = CompiledProgram(javascript, int(line_offset), source)
             compile_ms = 0.0
         prepared, self._prepared = self._prepared, None
+        if prepared is None:
+            raise RuntimeError("a worker hosts one run")
         self._engine = Engine(
             limits,
             stack_cap=self._stack_cap,
@@ -193,45 +176,77 @@ class _Worker:
         return step
 
     def _compile(self, source: str, max_source_bytes: int) -> CompiledProgram:
-        program = self._compiled.get(source)
-        if program is not None:
-            self._compiled.move_to_end(source)
-            return program
-        program = self._compiler.compile(source, max_source_bytes=max_source_bytes)
-        self._compiled[source] = program
-        if len(self._compiled) > COMPILE_CACHE:
-            self._compiled.popitem(last=False)
-        return program
+        return self._compiler.compile(source, max_source_bytes=max_source_bytes)
 
     def _internal_failure(self) -> Step:
-        # The worker has no log handler: logging's last resort writes to stderr, which is
-        # the server's.
+        # The worker has no log handler: logging's last resort writes to its stderr, which
+        # is /dev/null (the diagnostic's correlation id is what the server logs).
         self._engine = None
         why = f"worker {os.getpid()}: {traceback.format_exc()}"
         return Step(done=True, diagnostic=internal_failure(why))
 
 
 def _warm_up(compiler: CodeCompiler) -> tuple[Any, Any]:
-    """Load and compile what every run needs, and prepare the context that every worker
-    forked from here starts its first run in (the prelude compile is most of a trivial
-    run's cost; a fork copies the finished context for free). The zygote never runs user
-    code, so that context stays pristine for every fork."""
+    """Load and compile everything a run can need, and prepare the context that every worker
+    forked from here hosts its run in (the prelude compile is most of a trivial run's cost;
+    a fork copies the finished context for free). After its lockdown a worker opens no
+    path, so nothing may be left to load lazily: modules, data files, the compiler's
+    queries. The zygote never runs user code, so that context stays pristine for every fork."""
     for name in PRELUDE_MODULES:
         prelude_source(name)
+    compile_all_queries()
     compiler.compile("const x: number = 1;\nreturn x;", max_source_bytes=1024)
+    # What an error path imports on first use (tracebacks, unicode data for messages).
+    import linecache
+    import unicodedata
+
+    _ = (linecache, unicodedata, traceback.format_exc)
     return prepare_context(prelude_source())
 
 
-def zygote_main(control_fd: int) -> None:
+def _quiet_stderr() -> None:
+    """From now on nothing this process writes reaches anyone: the pool reads the zygote's
+    stderr only while it starts (bounded), and a worker has no stream of the server's."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+
+
+def _serve_worker(
+    fd: int,
+    compiler: CodeCompiler,
+    prepared: tuple[Any, Any],
+    layers: _lockdown.ZygoteLayers,
+    rss: int,
+) -> None:
+    """In the child right after the fork: lockdown, then its one run."""
+    _lockdown.name_process(b"codemode-worker")
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    conn = socket.socket(fileno=_lockdown.keep_only(fd))
+    _lockdown.lock_down_worker(layers)
+    # The threads it needs exist before the rlimits forbid new ones.
+    _exit_with_server(conn)
+    watchdog = Watchdog(clock=time.process_time)
+    watchdog.start()
+    _lockdown.limit_worker(layers)
+    _Worker(conn, compiler, prepared, watchdog=watchdog, layers=layers, rss=rss).serve()
+
+
+def zygote_main(control_fd: int, namespaces: str | None = "not requested") -> None:
+    """``namespaces``: ``None`` when the pool's bootstrap entered them (it must, before
+    anything starts a thread), else why not."""
     control = socket.socket(fileno=control_fd)
-    _name_process(b"codemode-zygote")
+    _lockdown.name_process(b"codemode-zygote")
     compiler = CodeCompiler()
     prepared = _warm_up(compiler)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    rss = _rss_bytes()
+    _quiet_stderr()
+    layers = _lockdown.prepare_zygote(namespaces)
     gc.collect()
     gc.freeze()  # no GC pass in a child touches (and so copies) the zygote's objects
-    control.sendall(b"R")
+    control.sendall(b"R" + json.dumps(layers.report()).encode() + b"\n")
     while True:
         try:
             message, fds, _flags, _addr = socket.recv_fds(control, 16, 1)
@@ -245,11 +260,7 @@ def zygote_main(control_fd: int) -> None:
         if pid == 0:  # the worker
             try:
                 control.close()
-                _name_process(b"codemode-worker")
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                conn = socket.socket(fileno=fds[0])
-                _exit_with_server(conn)
-                _Worker(conn, compiler, prepared).serve()
+                _serve_worker(fds[0], compiler, prepared, layers, rss)
             finally:
                 os._exit(0)
         os.close(fds[0])
@@ -257,5 +268,3 @@ def zygote_main(control_fd: int) -> None:
     # The server is gone; each worker notices the same on its own socket.
 
 
-if __name__ == "__main__":
-    zygote_main(int(sys.argv[1]))

@@ -108,8 +108,12 @@ class RuntimeStats:
     runs_rejected: int = 0
     """Runs refused with ``SERVER_BUSY`` since start."""
     worker_rss_bytes: int = 0
-    """Resident memory of the live workers, added up, as each reported after its last run
+    """Resident memory of the live workers, added up, as each reported when it started
     (pages shared with the zygote count in each)."""
+    containment: tuple[tuple[str, str], ...] = ()
+    """Process mode: each containment layer of the worker processes and its state (``on``,
+    or ``off (why)``), once the zygote started; empty in inline mode, which has none
+    (ADR 0028)."""
 
 
 class CodeSandbox(Protocol):

@@ -1,11 +1,16 @@
 """The pool of sandbox worker processes: spawning, admission control, kill and replace.
 
-One zygote process per pool forks the workers (see ``_worker.py``). A worker hosts one run
-at a time, so stopping a run (kill) never touches another run. Admission bounds the runs in
+One zygote process per pool forks the workers (see ``_worker.py``). It is started with
+``python -I`` from an empty environment, in ``/``, its stdout on /dev/null and its stderr
+read only while it starts (bounded). A worker hosts exactly one run and is killed when the
+run ends, so stopping a run (kill) never touches another run and nothing of one run is seen
+by the next. Workers are forked ahead of demand (the warm set). Admission bounds the runs in
 flight (``max_runs``) and the heap they may reserve together (``memory_budget_bytes``);
 beyond that runs wait in a bounded FIFO queue, and a full queue or a wait past
-``queue_timeout_ms`` is refused with ``SERVER_BUSY``. Idle workers are kept warm; a worker
-is replaced after ``worker_max_runs`` runs or when it grew past ``worker_max_rss_bytes``.
+``queue_timeout_ms`` is refused with ``SERVER_BUSY``.
+
+The zygote reports which containment layers it applies (``_lockdown.py``); without one of
+the mandatory layers the pool refuses to start unless ``unsafe_allow_uncontained`` is set.
 
 The pool is shared by every ``CodeMode`` of the process that uses the same options, and is
 bound to no event loop: a worker's socket is watched by the loop of the run that leases it.
@@ -28,8 +33,10 @@ import threading
 import time
 from dataclasses import dataclass
 
-import codemodekit
+from importlib.util import find_spec
+
 from codemodekit.runtime import MIB, RuntimeOptions
+from codemodekit.sandbox._lockdown import MANDATORY
 from codemodekit.sandbox.base import RuntimeStats
 
 log = logging.getLogger("codemodekit.sandbox")
@@ -40,6 +47,8 @@ ZYGOTE_START_S = 30.0
 """Longest wait for a new zygote to import and warm up (a cold disk on a loaded machine)."""
 SPAWN_S = 10.0
 """Longest wait for one fork and the new worker's hello."""
+STDERR_BYTES = 64 * 1024
+"""Most of a zygote's stderr read when it fails to start (it has none once started)."""
 IDLE_RETIRE_S = 30.0
 """Idle workers beyond the warm set exit after this long unused (memory goes back)."""
 
@@ -51,7 +60,47 @@ class PoolBusy(Exception):
 
 
 class PoolFailure(Exception):
-    """No worker could be started (the zygote does not come up)."""
+    """No worker could be started (the zygote does not come up, or a mandatory containment
+    layer is missing)."""
+
+
+ENGINE_MODULES = ("codemodekit", "quickjs", "tree_sitter", "tree_sitter_typescript", "pyseccomp")
+"""What the zygote imports: the directories the server found them in go on its sys.path."""
+BOOTSTRAP = (
+    # The namespaces first, while the process has one thread: importing the engine's
+    # binding starts one. _lockdown.py imports nothing of ours, so it runs as a plain file.
+    "import runpy, sys; why = runpy.run_path(sys.argv[2])['enter_namespaces'](); "
+    "sys.path[:0] = [p for p in sys.argv[3:] if p not in sys.path]; "
+    "from codemodekit.sandbox._worker import zygote_main; zygote_main(int(sys.argv[1]), why)"
+)
+LOCKDOWN_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_lockdown.py")
+
+
+def import_roots() -> list[str]:
+    """The sys.path entries our package and its engine came from in this process."""
+    roots: list[str] = []
+    for name in ENGINE_MODULES:
+        spec = find_spec(name)
+        if spec is None or not spec.origin:
+            continue
+        origin = os.path.dirname(os.path.abspath(spec.origin))
+        root = os.path.dirname(origin) if spec.submodule_search_locations else origin
+        if root not in roots:
+            roots.append(root)
+    return roots
+
+
+def refusal(missing: dict[str, str]) -> str:
+    """The message of a pool that refuses to start uncontained."""
+    layers = "; ".join(f"{name}: {state}" for name, state in missing.items())
+    return (
+        f"sandbox worker processes refuse to start: a mandatory containment layer is "
+        f"missing ({layers}). Model code would run in a process that can reach the rest of "
+        "the machine. Fix the machine (Linux with seccomp and libseccomp), or set "
+        "`unsafe_allow_uncontained = true` under [runtime] "
+        "(RuntimeOptions(unsafe_allow_uncontained=True)) to run without it: unsafe for "
+        "untrusted code"
+    )
 
 
 def process_cpu_s(pid: int) -> float | None:
@@ -123,48 +172,84 @@ class _Waiter:
 class _Zygote:
     """The process that forks workers; restarted if it dies."""
 
-    def __init__(self) -> None:
+    def __init__(self, allow_uncontained: bool = False) -> None:
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
         self._control: socket.socket | None = None
+        self._allow_uncontained = allow_uncontained
+        self.layers: dict[str, str] = {}
+        """The containment layers of the running zygote: ``on``, or why not."""
 
     def _start(self) -> socket.socket:
         ours, theirs = socket.socketpair()
-        env = dict(os.environ)
-        # The zygote imports this very codemodekit, even where the server found it through a
-        # sys.path entry of its own rather than an installation.
-        package_root = os.path.dirname(os.path.dirname(os.path.abspath(codemodekit.__file__)))
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (package_root, env.get("PYTHONPATH", "")) if p
-        )
         process = subprocess.Popen(
-            [sys.executable, "-m", "codemodekit.sandbox._worker", str(theirs.fileno())],
+            # -I: no PYTHON* variable, no user site, no script or working directory on
+            # sys.path; site-packages (and a virtual environment) still work.
+            [sys.executable, "-I", "-X", "utf8", "-c", BOOTSTRAP, str(theirs.fileno())]
+            + [LOCKDOWN_FILE, *import_roots()],
             pass_fds=(theirs.fileno(),),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,  # under `serve --transport stdio` stdout is the protocol
+            stderr=subprocess.PIPE,  # read only if it fails to start; then /dev/null
             start_new_session=True,  # a terminal's Ctrl-C goes to the server, which stops runs
-            env=env,
+            env={},  # nothing of the server's environment (its secrets) reaches a worker
+            cwd="/",
         )
         theirs.close()
         self._process = process  # visible to stop() while it is still starting
         ours.settimeout(ZYGOTE_START_S)
+        ready = bytearray()
         try:
-            ready = ours.recv(1)
+            while not ready.endswith(b"\n") and len(ready) < STDERR_BYTES:
+                chunk = ours.recv(STDERR_BYTES)
+                if not chunk:
+                    break
+                ready += chunk
         except OSError:
-            ready = b""
-        if ready != b"R":
+            pass
+        report: dict[str, str] = {}
+        if ready.startswith(b"R") and ready.endswith(b"\n"):
+            with contextlib.suppress(ValueError):
+                report = {str(k): str(v) for k, v in json.loads(ready[1:]).items()}
+        if not report:
             process.kill()
             ours.close()
             self._process = None
+            stderr = b""
+            if process.stderr is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    stderr = process.stderr.read(STDERR_BYTES)
+                process.stderr.close()
+            process.wait()
+            tail = stderr.decode("utf-8", "replace").strip()[-2000:]
+            log.error("the sandbox zygote process did not start:\n%s", tail)
             raise PoolFailure("the sandbox zygote process did not start")
+        if process.stderr is not None:
+            process.stderr.close()  # the zygote's stderr is /dev/null from now on
+        report = {"clean-environment": "on", "single-use": "on", **report}
+        missing = {n: report.get(n, "off") for n in MANDATORY if report.get(n) != "on"}
+        self.layers = report
+        if missing and not self._allow_uncontained:
+            self._control = ours
+            self._stop_locked()
+            raise PoolFailure(refusal(missing))
+        if missing:
+            log.warning("UNSAFE: %s", refusal(missing))
         self._control = ours
         return ours
+
+    def ensure_started(self) -> dict[str, str]:
+        """Start the zygote now if it is not running; its containment layers."""
+        with self._lock:
+            if self._control is None:
+                self._start()
+            return dict(self.layers)
 
     def fork(self) -> tuple[int, socket.socket]:
         """A new worker: its pid and the server's end of its socket."""
         with self._lock:
             for attempt in (1, 2):
-                control = self._control or self._start()
+                control = self._control or self._start()  # PoolFailure when refused
                 ours, theirs = socket.socketpair()
                 try:
                     control.settimeout(SPAWN_S)
@@ -207,7 +292,7 @@ class _Zygote:
 class WorkerPool:
     def __init__(self, options: RuntimeOptions) -> None:
         self.options = options
-        self._zygote = _Zygote()
+        self._zygote = _Zygote(options.unsafe_allow_uncontained)
         self._lock = threading.Lock()
         self._idle: collections.deque[Worker] = collections.deque()
         self._busy: set[Worker] = set()
@@ -223,7 +308,10 @@ class WorkerPool:
 
     # -- workers ----------------------------------------------------------------------------
     def _spawn(self) -> Worker:
-        pid, sock = self._zygote.fork()
+        return self._greet(*self._zygote.fork())
+
+    def _greet(self, pid: int, sock: socket.socket) -> Worker:
+        """Wait for a new worker's hello: it has locked itself down by then."""
         try:
             sock.settimeout(SPAWN_S)
             head = _recv_exactly(sock, 4)
@@ -262,26 +350,38 @@ class WorkerPool:
                     if self._closed:
                         return
                     total = len(self._idle) + len(self._busy) + self._spawning
-                    if len(self._idle) + self._spawning >= self.options.warm or (
-                        total >= self.options.run_slots
-                    ):
+                    count = min(
+                        self.options.warm - len(self._idle) - self._spawning,
+                        self.options.run_slots - total,
+                    )
+                    if count <= 0:
                         break
-                    self._spawning += 1
+                    self._spawning += count
+                # Every fork first, then every hello: the new workers lock themselves down
+                # side by side, and one run per worker needs forks at the pace of runs.
+                started: list[tuple[int, socket.socket]] = []
+                workers: list[Worker] = []
                 try:
-                    worker = self._spawn()
+                    for _ in range(count):
+                        started.append(self._zygote.fork())
+                    while started:
+                        workers.append(self._greet(*started.pop(0)))
                 except PoolFailure:
-                    with self._lock:
-                        self._spawning -= 1
-                        if self._closed:
-                            return
+                    for pid, sock in started:
+                        with contextlib.suppress(OSError):
+                            os.kill(pid, signal.SIGKILL)
+                        sock.close()
                     log.exception("could not start a sandbox worker")
+                finally:
+                    with self._lock:
+                        self._spawning -= count
+                        for worker in workers:
+                            if self._closed:
+                                worker.retire()
+                            else:
+                                self._park(worker)
+                if len(workers) < count or self._closed:
                     break
-                with self._lock:
-                    self._spawning -= 1
-                    if self._closed:
-                        worker.retire()
-                        return
-                    self._park(worker)
 
     def _retire_idle(self) -> None:
         now = time.monotonic()
@@ -398,8 +498,9 @@ class WorkerPool:
         return await self._take_worker()
 
     def release(self, worker: Worker, memory_bytes: int, *, reusable: bool) -> None:
-        """End a lease. A reusable worker goes back to the idle set (or retires when it has
-        served enough); any other was killed and is replaced in the background."""
+        """End a lease. A worker hosts one run: it is killed now, whether its run ended
+        normally (it is exiting anyway; the kill makes sure of it) or was stopped; only the
+        latter counts as a restart. The warm set is refilled in the background."""
         need = memory_bytes + WORKER_OVERHEAD_BYTES
         with self._lock:
             self._busy.discard(worker)
@@ -408,14 +509,8 @@ class WorkerPool:
             elif not reusable:
                 worker.kill()
                 self._restarts += 1
-            elif (
-                self._closed
-                or worker.runs >= self.options.worker_max_runs
-                or worker.rss > self.options.worker_max_rss_bytes
-            ):
-                worker.retire()
             else:
-                self._park(worker)
+                worker.kill()  # single use: no process outlives its run
             self._release_locked(need)
             low = len(self._idle) + self._spawning < self.options.warm
         if low:
@@ -432,9 +527,16 @@ class WorkerPool:
             waiter.loop.call_soon_threadsafe(_admit, waiter.future)
 
     # -- views and shutdown -------------------------------------------------------------------
+    def containment(self) -> dict[str, str]:
+        """Start the zygote if needed and say which containment layers are in force (``on``
+        or why not); raises ``PoolFailure`` when a mandatory one is missing (ADR 0028)."""
+        return self._zygote.ensure_started()
+
     def stats(self) -> RuntimeStats:
+        layers = tuple(self._zygote.layers.items())
         with self._lock:
             return RuntimeStats(
+                containment=layers,
                 mode="process",
                 workers=len(self._idle) + len(self._busy),
                 busy_workers=len(self._busy),

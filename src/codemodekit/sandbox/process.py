@@ -91,6 +91,12 @@ class ProcessSandbox:
     def stats(self) -> RuntimeStats:
         return self._pool.stats()
 
+    def containment(self) -> dict[str, str]:
+        """Start the zygote now (blocking) and say which containment layers its workers
+        run under: each ``on`` or ``off (why)``. Raises ``PoolFailure`` naming the missing
+        layer and the opt-out when a mandatory one cannot be applied (ADR 0028)."""
+        return self._pool.containment()
+
     def busy_pids(self) -> list[int]:
         """Process ids of the workers hosting runs now (for operators and tests)."""
         return self._pool.busy_pids()

@@ -23,6 +23,7 @@ from pydantic import (
     ConfigDict,
     Field,
     StringConstraints,
+    StrictBool,
     create_model,
     field_validator,
 )
@@ -149,6 +150,8 @@ RawLimits = _model_of(
 def _runtime_kind(name: str) -> Any:
     if name == "mode":
         return Literal["process", "inline"]
+    if name == "unsafe_allow_uncontained":
+        return StrictBool
     return Annotated[int, Field(ge=0)] if name in MAY_BE_ZERO else PositiveInt
 
 
