@@ -361,6 +361,14 @@ class CodeMode:
             )
         return tuple(out)
 
+    def containment(self) -> dict[str, str]:
+        """The containment layers of the processes that run model code (ADR 0028), started
+        now if needed: each ``on`` or ``off (why)``; empty in inline mode, which has none.
+        Raises ``CodeModeError`` naming the missing layer and the opt-out when a mandatory
+        one cannot be applied on this machine."""
+        layers = getattr(self._sandbox, "containment", None)
+        return dict(layers()) if callable(layers) else {}
+
     def runtime_stats(self) -> RuntimeStats:
         """The execution engine's state: workers, runs in flight and queued, restarts."""
         stats = getattr(self._sandbox, "stats", None)

@@ -145,6 +145,23 @@ def describe_source(source: SourceSpec) -> str:
     return type(source).__name__  # pragma: no cover - SourceSpec is closed
 
 
+def _report_containment(spec: Spec, out: TextIO) -> bool:
+    """Which containment layers `codemode serve` would run model code under (ADR 0028);
+    false when process mode would refuse to start."""
+    from codemodekit.sandbox.pool import describe
+    from codemodekit.sandbox.process import ProcessSandbox
+
+    sandbox = ProcessSandbox(spec.runtime, shared=False)
+    try:
+        print(f"sandbox: {describe(sandbox.containment())}", file=out)
+    except Exception as refused:  # the pool's refusal names the layer and the opt-out
+        print(f"codemode check: {refused}", file=sys.stderr)
+        return False
+    finally:
+        sandbox.close()
+    return True
+
+
 def _changed_limits(limits: Limits) -> list[str]:
     defaults = Limits()
     return [
@@ -175,6 +192,8 @@ async def _connect(spec: Spec, shown_path: str, out: TextIO) -> int:
         print(f"codemode check: {exc}", file=sys.stderr)
         return 1
     print_health(health, out)
+    if spec.runtime.mode == "process" and not _report_containment(spec, out):
+        return 1
     if catalog.quarantined:
         print("quarantined tools (visible, not callable):", file=out)
         for tool in catalog.quarantined:

@@ -21,8 +21,10 @@ from codemodekit.cli.common import (
     warn_inert_rules,
     warn_unhealthy,
 )
+from codemodekit.errors import CodeModeError
 from codemodekit.providers.base import HealthStatus, SourceHealth
 from codemodekit.run import SERVE_START_GRACE_S, CodeMode
+from codemodekit.sandbox.pool import describe
 from codemodekit.search.search import index_for
 from codemodekit.server.hosting import (
     StdioWire,
@@ -127,7 +129,7 @@ def _run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(name)s: %(message)s")
     try:
         asyncio.run(_serve(spec, args, token, ops))
-    except OSError as exc:
+    except (OSError, CodeModeError) as exc:  # CodeModeError: the sandbox refused to start
         print(f"codemode serve: {exc}", file=sys.stderr)
         return 2
     finally:
@@ -212,6 +214,8 @@ async def _serve_spec(
         server = create_server(cm, search=not args.no_search)
         if not args.no_search:
             index_for(cm.catalog)  # build the search index now, not on the first query
+        layers = cm.containment()  # refuses to serve uncontained (ADR 0028)
+        print(f"codemode serve: sandbox {describe(layers)}", file=sys.stderr, flush=True)
         summary = (
             f"codemode serve: {len(cm.catalog.available_tools)} tools from "
             f"{_sources_serving(cm.health)} (revision {cm.catalog.revision})"

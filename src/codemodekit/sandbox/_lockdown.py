@@ -239,6 +239,17 @@ class ZygoteLayers:
     seccomp_error: str | None
     vm_bytes: int
     """The zygote's address-space size, which every fork starts with."""
+    loadable: tuple[Any, Any] = (None, None)
+    """``program`` in C memory and the ``sock_fprog`` pointing at it, made once: a worker
+    only writes its pid in (a copy-on-write page) and loads it."""
+
+    def __post_init__(self) -> None:
+        if self.program and self.loadable[0] is None:
+            buffer = ctypes.create_string_buffer(self.program, len(self.program))
+            fprog = ctypes.create_string_buffer(
+                struct.pack("HxxxxxxQ", len(self.program) // 8, ctypes.addressof(buffer)), 16
+            )
+            object.__setattr__(self, "loadable", (buffer, fprog))
 
     def report(self) -> dict[str, str]:
         """Each layer: ``on`` or why it is off (``single-use`` and ``clean-environment``
@@ -331,16 +342,11 @@ def lock_down_worker(layers: ZygoteLayers) -> None:
     """The allow-list filter, with this worker's pid in it (threads started afterwards
     inherit it; everything else it inherited from the zygote)."""
     if layers.program:
-        program = bytearray(layers.program)
+        buffer, fprog = layers.loadable
         pid = struct.pack("<I", os.getpid())
         for offset in layers.offsets:
-            program[offset : offset + 4] = pid
-        buffer = ctypes.create_string_buffer(bytes(program), len(program))
-        fprog = struct.pack("HxxxxxxQ", len(program) // 8, ctypes.addressof(buffer))
-        _check(
-            _libc.syscall(_SYS_SECCOMP, _SECCOMP_SET_MODE_FILTER, 0, ctypes.c_char_p(fprog)),
-            "seccomp",
-        )
+            ctypes.memmove(ctypes.addressof(buffer) + offset, pid, 4)
+        _check(_libc.syscall(_SYS_SECCOMP, _SECCOMP_SET_MODE_FILTER, 0, fprog), "seccomp")
 
 
 def limit_worker(layers: ZygoteLayers) -> None:

@@ -20,6 +20,8 @@ short slices (one per tool call) would otherwise pay again and again.
 
 from __future__ import annotations
 
+import os
+import select
 import threading
 import time
 from collections.abc import Callable
@@ -55,8 +57,15 @@ class Watchdog:
     worker uses its own CPU time (``time.process_time``), so a run is charged only for the
     CPU it used, however busy the machine is."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic, *, hangup_fd: int = -1) -> None:
+        """``hangup_fd``: a socket whose peer closing ends this process, checked at each
+        tick (a sandbox worker's: its main thread sees the hang-up itself between slices,
+        this thread during them)."""
         self.clock = clock
+        self._hangup: select.poll | None = None
+        if hangup_fd >= 0:
+            self._hangup = select.poll()
+            self._hangup.register(hangup_fd, select.POLLRDHUP)
         self._lock = threading.Lock()
         self._active: dict[int, Slice] = {}
         self._wake = threading.Event()
@@ -120,6 +129,8 @@ class Watchdog:
         while True:
             self._wake.wait()
             time.sleep(TICK_S)
+            if self._hangup is not None and self._hangup.poll(0):
+                os._exit(0)  # the server is gone: nobody will read this run's result
             now = self.clock()
             with self._lock:
                 for entry in self._active.values():

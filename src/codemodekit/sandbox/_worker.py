@@ -22,10 +22,8 @@ from __future__ import annotations
 import gc
 import json
 import os
-import select
 import signal
 import socket
-import threading
 import time
 import traceback
 from typing import Any, BinaryIO, cast
@@ -53,27 +51,6 @@ def _rss_bytes() -> int:
             return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return 0
-
-
-def _exit_with_server(conn: socket.socket) -> None:
-    """End this worker as soon as the server's end of its socket closes, even while the
-    main thread is inside a slice that never returns: a thread waits for the hang-up.
-    Tied to the server rather than to the zygote, so a zygote that dies (or is killed)
-    takes no run with it."""
-
-    def watch() -> None:
-        poller = select.poll()
-        poller.register(conn.fileno(), select.POLLRDHUP)
-        while True:
-            try:
-                if poller.poll():
-                    os._exit(0)
-            except InterruptedError:
-                continue
-            except OSError:
-                os._exit(0)
-
-    threading.Thread(target=watch, name="codemode-worker-hangup", daemon=True).start()
 
 
 class _Worker:
@@ -224,9 +201,11 @@ def _serve_worker(
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     conn = socket.socket(fileno=_lockdown.keep_only(fd))
     _lockdown.lock_down_worker(layers)
-    # The threads it needs exist before the rlimits forbid new ones.
-    _exit_with_server(conn)
-    watchdog = Watchdog(clock=time.process_time)
+    # Its one thread exists before the rlimits forbid new ones. It also ends the process
+    # when the server's end of the socket closes during a slice (between slices the main
+    # thread, reading the socket, sees that itself); tied to the server rather than to the
+    # zygote, so a zygote that dies takes no run with it.
+    watchdog = Watchdog(clock=time.process_time, hangup_fd=conn.fileno())
     watchdog.start()
     _lockdown.limit_worker(layers)
     _Worker(conn, compiler, prepared, watchdog=watchdog, layers=layers, rss=rss).serve()
@@ -266,5 +245,3 @@ def zygote_main(control_fd: int, namespaces: str | None = "not requested") -> No
         os.close(fds[0])
         control.sendall(pid.to_bytes(4, "big"))
     # The server is gone; each worker notices the same on its own socket.
-
-

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from importlib.util import find_spec
 
+from codemodekit.errors import CodeModeError
 from codemodekit.runtime import MIB, RuntimeOptions
 from codemodekit.sandbox._lockdown import MANDATORY
 from codemodekit.sandbox.base import RuntimeStats
@@ -64,6 +65,10 @@ class PoolFailure(Exception):
     layer is missing)."""
 
 
+class SandboxUncontained(PoolFailure, CodeModeError):
+    """Process mode refused to start: a mandatory containment layer is missing."""
+
+
 ENGINE_MODULES = ("codemodekit", "quickjs", "tree_sitter", "tree_sitter_typescript", "pyseccomp")
 """What the zygote imports: the directories the server found them in go on its sys.path."""
 BOOTSTRAP = (
@@ -88,6 +93,17 @@ def import_roots() -> list[str]:
         if root not in roots:
             roots.append(root)
     return roots
+
+
+def describe(layers: dict[str, str]) -> str:
+    """One line for banners: the layers in force, then those that are not."""
+    if not layers:
+        return "inline (this process; no process containment)"
+    on = [name for name, state in layers.items() if state == "on"]
+    off = [f"{name} {state}" for name, state in layers.items() if state != "on"]
+    missing = [name for name in MANDATORY if layers.get(name) != "on"]
+    head = "UNCONTAINED (unsafe_allow_uncontained): " if missing else "contained: "
+    return head + ", ".join(on) + (f"; not in force: {', '.join(off)}" if off else "")
 
 
 def refusal(missing: dict[str, str]) -> str:
@@ -185,8 +201,10 @@ class _Zygote:
         process = subprocess.Popen(
             # -I: no PYTHON* variable, no user site, no script or working directory on
             # sys.path; site-packages (and a virtual environment) still work.
-            [sys.executable, "-I", "-X", "utf8", "-c", BOOTSTRAP, str(theirs.fileno())]
-            + [LOCKDOWN_FILE, *import_roots()],
+            [
+                *(sys.executable, "-I", "-X", "utf8", "-c", BOOTSTRAP),
+                *(str(theirs.fileno()), LOCKDOWN_FILE, *import_roots()),
+            ],
             pass_fds=(theirs.fileno(),),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,  # under `serve --transport stdio` stdout is the protocol
@@ -232,7 +250,7 @@ class _Zygote:
         if missing and not self._allow_uncontained:
             self._control = ours
             self._stop_locked()
-            raise PoolFailure(refusal(missing))
+            raise SandboxUncontained(refusal(missing))
         if missing:
             log.warning("UNSAFE: %s", refusal(missing))
         self._control = ours

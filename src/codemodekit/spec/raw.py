@@ -22,8 +22,8 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    StringConstraints,
     StrictBool,
+    StringConstraints,
     create_model,
     field_validator,
 )
