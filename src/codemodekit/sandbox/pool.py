@@ -32,7 +32,6 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-
 from importlib.util import find_spec
 
 from codemodekit.errors import CodeModeError
