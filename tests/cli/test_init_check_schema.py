@@ -58,6 +58,11 @@ def test_init_then_check_passes_in_an_empty_folder(
     assert (code, err) == (0, ""), err
     assert "codemode.toml: spec is valid" in out
     assert "demo  ok" in out
+    # Which walls the processes that run model code are under (ADR 0028).
+    sandbox = next(line for line in out.splitlines() if line.startswith("sandbox: "))
+    assert sandbox.startswith("sandbox: contained: "), sandbox
+    for layer in ("clean-environment", "single-use", "no-new-privs", "seccomp"):
+        assert layer in sandbox.split(";")[0], sandbox
     assert "4 tools" in out
 
 

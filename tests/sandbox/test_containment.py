@@ -313,3 +313,17 @@ def test_without_seccomp_process_mode_refuses_to_run_and_names_the_opt_out(
     assert refused.startswith("refused:"), refused
     assert "seccomp" in refused and "unsafe_allow_uncontained" in refused
     assert allowed == "off"
+    # `codemode check` says so and fails.
+    cli = "import sys; from codemodekit.cli import main; sys.exit(main(sys.argv[1:]))"
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}
+    for argv in (["init"], ["check"]):
+        done = subprocess.run(
+            [str(python), "-c", cli, *argv],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=HANG_GUARD_S,
+            env=env,
+        )
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert "seccomp" in done.stderr and "unsafe_allow_uncontained" in done.stderr

@@ -517,9 +517,10 @@ def test_sigterm_over_stdio_closes_child_sources(child_config: Path) -> None:
     )
     try:
         assert process.stderr is not None
-        seen = [process.stderr.readline() for _ in range(2)]
+        seen = [process.stderr.readline() for _ in range(3)]
         assert "stray output while importing" in seen[0]  # diverted to stderr, not the wire
         assert "over stdio" in seen[1] and "3 tools from 2 sources" in seen[1], seen
+        assert seen[2].startswith("codemode serve: sandbox contained: "), seen  # ADR 0028
         pid = int((child_config.parent / "child.pid").read_text())
         process.send_signal(signal.SIGTERM)
         code = process.wait(timeout=30)

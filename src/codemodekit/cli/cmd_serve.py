@@ -215,18 +215,18 @@ async def _serve_spec(
         if not args.no_search:
             index_for(cm.catalog)  # build the search index now, not on the first query
         layers = cm.containment()  # refuses to serve uncontained (ADR 0028)
-        print(f"codemode serve: sandbox {describe(layers)}", file=sys.stderr, flush=True)
+        contained = f"codemode serve: sandbox {describe(layers)}"
         summary = (
             f"codemode serve: {len(cm.catalog.available_tools)} tools from "
             f"{_sources_serving(cm.health)} (revision {cm.catalog.revision})"
         )
         if wire is not None:
-            print(f"{summary} over stdio", file=sys.stderr, flush=True)
+            print(f"{summary} over stdio\n{contained}", file=sys.stderr, flush=True)
             await serve_stdio(server, wire)
             return
 
         def ready(url: str) -> None:
-            print(f"{summary} at {url}", file=sys.stderr, flush=True)
+            print(f"{summary} at {url}\n{contained}", file=sys.stderr, flush=True)
 
         ops = serve_ops.operations(config, cm)
         serving.append(ops)
