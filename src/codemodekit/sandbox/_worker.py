@@ -93,8 +93,8 @@ class _Worker:
 
     def rehearse(self) -> None:
         """Before its hello, off any run's path: walk the Python side of a run once (the
-        compiler, the request and step codecs), so the
-        copy-on-write faults of a fresh fork are paid here rather than by the run."""
+        compiler, the request and step codecs), so the copy-on-write faults of a fresh
+        fork are paid here rather than by the run."""
         limits = Limits(**Limits().to_json())
         self._compile(REHEARSAL, limits.source_bytes)
         encode_step(Step(done=True, ok=True, value_json="1"), time.process_time())
