@@ -47,7 +47,16 @@ NON_POLLING = {
 ENDINGS = {ErrorCode.COMPUTE_LIMIT, ErrorCode.MEMORY_LIMIT}
 
 
-def _tools(gate: asyncio.Event | None = None, started: asyncio.Event | None = None) -> Any:
+def _tools(
+    gate: asyncio.Event | None = None,
+    started: asyncio.Event | None = None,
+    echoed: asyncio.Event | None = None,
+) -> Any:
+    async def echo(args: dict[str, Any]) -> dict[str, Any]:
+        if echoed is not None:
+            echoed.set()
+        return args
+
     async def wait(args: dict[str, Any]) -> dict[str, Any]:
         if started is not None:
             started.set()
@@ -69,7 +78,7 @@ def _tools(gate: asyncio.Event | None = None, started: asyncio.Event | None = No
         {
             "wait": define_tool(description="wait for the test", input_schema=obj, execute=wait),
             "burn": define_tool(description="burn host CPU", input_schema=obj, execute=burn),
-            "echo": define_tool(description="echo", input_schema=obj, execute=lambda a: a),
+            "echo": define_tool(description="echo", input_schema=obj, execute=echo),
         },
     )
 
@@ -179,27 +188,31 @@ async def test_a_run_stopped_by_its_wall_limit_is_killed_not_left_running(
 
 @pytest.mark.parametrize("when", ["awaiting-a-tool", "running-javascript"])
 async def test_a_crashed_worker_fails_only_its_own_run(sandbox: ProcessSandbox, when: str) -> None:
-    gate, started = asyncio.Event(), asyncio.Event()
-    async with _code_mode(sandbox, _tools(gate, started)) as cm:
+    gate, started, echoed = asyncio.Event(), asyncio.Event(), asyncio.Event()
+    async with _code_mode(sandbox, _tools(gate, started, echoed)) as cm:
         # An innocent run parked on its own worker the whole time.
         innocent = asyncio.ensure_future(
             cm.run("return (await tools.app.wait({})).structuredContent;")
         )
         await started.wait()
         pids_before = set(sandbox.busy_pids())
+        # The victim's first tool call shows its worker has taken the run: a worker killed
+        # before that hands the run to another (by design), which then runs it to the end.
+        started.clear()
         code = (
             "await tools.app.wait({}); return 1;"
             if when == "awaiting-a-tool"
-            else "while (true) {}"
+            else "await tools.app.echo({}); while (true) {}"
         )
         victim = asyncio.ensure_future(cm.run(code))
-        await _until(lambda: len(set(sandbox.busy_pids()) - pids_before) == 1)
+        if when == "awaiting-a-tool":
+            await started.wait()
+        else:
+            await echoed.wait()
         (pid,) = set(sandbox.busy_pids()) - pids_before
         restarts = sandbox.stats().worker_restarts
         os.kill(pid, signal.SIGSEGV)
-        if when == "awaiting-a-tool":
-            await asyncio.sleep(0.05)  # let the crash land while the tool call is pending
-            gate.set()
+        gate.set()
         async with asyncio.timeout(HANG_GUARD_S):
             crashed = await victim
         gate.set()
