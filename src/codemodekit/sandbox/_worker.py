@@ -144,6 +144,12 @@ class _Worker:
                 compile_ms = (time.process_time() - started) * 1000
                 return Step(done=True, diagnostic=failure.diagnostic, compile_ms=compile_ms)
             compile_ms = (time.process_time() - started) * 1000
+            if request.get("share") is True:
+                # Sent before any model code runs in this process: the program is a
+                # function of the source alone, so the host may reuse it for the same
+                # source (ADR 0028, the compile cache).
+                shared = [program.javascript, program.line_offset]
+                self._send(b"J", json.dumps(shared).encode("utf-8", "surrogatepass"))
         else:
             javascript, line_offset, source = request["program"]
             program = CompiledProgram(javascript, int(line_offset), source)

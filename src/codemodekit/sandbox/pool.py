@@ -184,6 +184,45 @@ class _Waiter:
     admitted: bool = False
 
 
+PROGRAM_CACHE_BYTES = 16 * MIB
+"""Most compiled JavaScript (and its sources) the compile cache keeps."""
+
+
+class ProgramCache:
+    """Compiled programs by their exact TypeScript source, least recently used out.
+
+    Filled only from a worker's ``J`` frame, which it sends after compiling and before any
+    model code runs in it: a fresh fork of a pristine zygote whose only input was the source,
+    so the program is a function of that source (ADR 0028). Thread-safe."""
+
+    def __init__(self, max_bytes: int = PROGRAM_CACHE_BYTES) -> None:
+        self._max = max_bytes
+        self._size = 0
+        self._entries: collections.OrderedDict[str, tuple[str, int]] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, source: str) -> tuple[str, int] | None:
+        with self._lock:
+            entry = self._entries.get(source)
+            if entry is not None:
+                self._entries.move_to_end(source)
+            return entry
+
+    def put(self, source: str, program: tuple[str, int]) -> None:
+        size = len(source) + len(program[0])
+        if size > self._max // 4:
+            return
+        with self._lock:
+            old = self._entries.pop(source, None)
+            if old is not None:
+                self._size -= len(source) + len(old[0])
+            self._entries[source] = program
+            self._size += size
+            while self._size > self._max:
+                gone, (javascript, _) = self._entries.popitem(last=False)
+                self._size -= len(gone) + len(javascript)
+
+
 class _Zygote:
     """The process that forks workers; restarted if it dies."""
 
@@ -264,24 +303,32 @@ class _Zygote:
 
     def fork(self) -> tuple[int, socket.socket]:
         """A new worker: its pid and the server's end of its socket."""
+        return self.fork_many(1)[0]
+
+    def fork_many(self, count: int) -> list[tuple[int, socket.socket]]:
+        """``count`` new workers. The requests are pipelined: all of them are sent, then
+        the pids read (one round trip to the zygote per batch, not per worker)."""
         with self._lock:
             for attempt in (1, 2):
                 control = self._control or self._start()  # PoolFailure when refused
-                ours, theirs = socket.socketpair()
+                pairs = [socket.socketpair() for _ in range(count)]
                 try:
                     control.settimeout(SPAWN_S)
-                    socket.send_fds(control, [b"F"], [theirs.fileno()])
-                    pid_bytes = control.recv(4)
-                    if len(pid_bytes) != 4:
-                        raise OSError("the zygote closed its socket")
-                    return int.from_bytes(pid_bytes, "big"), ours
+                    for _ours, theirs in pairs:
+                        socket.send_fds(control, [b"F"], [theirs.fileno()])
+                        theirs.close()
+                    pids = _recv_exactly(control, 4 * count)
+                    return [
+                        (int.from_bytes(pids[4 * i : 4 * i + 4], "big"), ours)
+                        for i, (ours, _theirs) in enumerate(pairs)
+                    ]
                 except OSError:
-                    ours.close()
+                    for ours, theirs in pairs:
+                        ours.close()
+                        theirs.close()
                     self._stop_locked()
                     if attempt == 2:
                         raise PoolFailure("the sandbox zygote process failed") from None
-                finally:
-                    theirs.close()
             raise AssertionError("unreachable")  # pragma: no cover
 
     def _stop_locked(self) -> None:
@@ -310,6 +357,8 @@ class WorkerPool:
     def __init__(self, options: RuntimeOptions) -> None:
         self.options = options
         self._zygote = _Zygote(options.unsafe_allow_uncontained)
+        self.programs = ProgramCache()
+        """Compiled programs of sources seen before (ADR 0028)."""
         self._lock = threading.Lock()
         self._idle: collections.deque[Worker] = collections.deque()
         self._busy: set[Worker] = set()
@@ -322,11 +371,14 @@ class WorkerPool:
         self._closed = False
         self._refill_wanted = threading.Event()
         self._refiller: threading.Thread | None = None
+        self._wanting: collections.deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[Worker]]]
+        self._wanting = collections.deque()
+        """Admitted runs that found no idle worker: each gets the next one that says hello."""
+        self._peak = 0
+        """Most workers leased at once lately: the warm set grows to it (the load), and
+        shrinks back as idle workers retire."""
 
     # -- workers ----------------------------------------------------------------------------
-    def _spawn(self) -> Worker:
-        return self._greet(*self._zygote.fork())
-
     def _greet(self, pid: int, sock: socket.socket) -> Worker:
         """Wait for a new worker's hello: it has locked itself down by then."""
         try:
@@ -365,40 +417,79 @@ class WorkerPool:
             while True:
                 with self._lock:
                     if self._closed:
+                        self._fail_wanting_locked(PoolFailure("the sandbox pool is closed"))
                         return
                     total = len(self._idle) + len(self._busy) + self._spawning
                     count = min(
-                        self.options.warm - len(self._idle) - self._spawning,
+                        self._warm_target_locked()
+                        + len(self._wanting)
+                        - len(self._idle)
+                        - self._spawning,
                         self.options.run_slots - total,
                     )
                     if count <= 0:
                         break
                     self._spawning += count
-                # Every fork first, then every hello: the new workers lock themselves down
-                # side by side, and one run per worker needs forks at the pace of runs.
+                # Every fork first (pipelined), then every hello: the new workers lock
+                # themselves down side by side; each is handed on as soon as it is ready.
                 started: list[tuple[int, socket.socket]] = []
-                workers: list[Worker] = []
+                greeted = 0
                 try:
-                    for _ in range(count):
-                        started.append(self._zygote.fork())
+                    started = self._zygote.fork_many(count)
                     while started:
-                        workers.append(self._greet(*started.pop(0)))
-                except PoolFailure:
+                        worker = self._greet(*started.pop(0))
+                        greeted += 1
+                        with self._lock:
+                            self._spawning -= 1
+                            self._hand_on_locked(worker)
+                except PoolFailure as failure:
                     for pid, sock in started:
                         with contextlib.suppress(OSError):
                             os.kill(pid, signal.SIGKILL)
                         sock.close()
                     log.exception("could not start a sandbox worker")
+                    with self._lock:
+                        self._fail_wanting_locked(failure)
                 finally:
                     with self._lock:
-                        self._spawning -= count
-                        for worker in workers:
-                            if self._closed:
-                                worker.retire()
-                            else:
-                                self._park(worker)
-                if len(workers) < count or self._closed:
+                        self._spawning -= count - greeted
+                if greeted < count or self._closed:
                     break
+
+    def _warm_target_locked(self) -> int:
+        return min(max(self.options.warm, self._peak), self.options.run_slots)
+
+    def _hand_on_locked(self, worker: Worker) -> None:
+        """A new worker goes to the oldest run waiting for one, else to the idle set."""
+        if self._closed:
+            worker.retire()
+            return
+        while self._wanting:
+            loop, future = self._wanting.popleft()
+            if future.done():
+                continue
+            self._busy.add(worker)
+            try:
+                loop.call_soon_threadsafe(self._deliver, future, worker)
+            except RuntimeError:  # its loop is closed
+                self._busy.discard(worker)
+                continue
+            return
+        self._park(worker)
+
+    def _deliver(self, future: asyncio.Future[Worker], worker: Worker) -> None:
+        if future.done():  # the run was cancelled meanwhile: the worker is not used
+            with self._lock:
+                self._busy.discard(worker)
+                self._hand_on_locked(worker)
+            return
+        future.set_result(worker)
+
+    def _fail_wanting_locked(self, failure: PoolFailure) -> None:
+        while self._wanting:
+            loop, future = self._wanting.popleft()
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(_fail, future, failure)
 
     def _retire_idle(self) -> None:
         now = time.monotonic()
@@ -408,16 +499,17 @@ class WorkerPool:
                 now - self._idle[0].idle_since > IDLE_RETIRE_S
             ):
                 self._idle.popleft().retire()
+                self._peak = min(self._peak, len(self._idle) + len(self._busy))
 
     def _park(self, worker: Worker) -> None:
         worker.idle_since = time.monotonic()
         self._idle.append(worker)
 
     async def _take_worker(self) -> Worker:
+        loop = asyncio.get_running_loop()
         with self._lock:
             while self._idle:
-                # Least recently parked first: it has had the longest to prepare its next
-                # QuickJS context (about half a millisecond of compile after each run).
+                # Least recently parked first.
                 worker = self._idle.popleft()
                 if worker.usable():
                     self._busy.add(worker)
@@ -425,30 +517,33 @@ class WorkerPool:
                 worker.retire()
             else:
                 worker = None
-            low = len(self._idle) + self._spawning < self.options.warm
+            wanted: asyncio.Future[Worker] | None = None
+            if worker is None:
+                # Wait for the next new worker; the refiller forks one per waiting run
+                # (in a batch) besides the warm set, and hands each on at its hello.
+                wanted = loop.create_future()
+                self._wanting.append((loop, wanted))
+            self._peak = max(self._peak, len(self._busy) + len(self._wanting))
+            low = len(self._idle) + self._spawning < self._warm_target_locked() + len(self._wanting)
         if low:
-            self._refill_wanted.set()  # a thread wake-up per run otherwise
-        if worker is None:
-            spawning = asyncio.get_running_loop().run_in_executor(None, self._spawn)
+            self._refill_wanted.set()
+        if wanted is not None:
             try:
-                worker = await asyncio.shield(spawning)
+                worker = await wanted
             except asyncio.CancelledError:
-                # The run is gone; the worker it asked for joins the idle set.
-                spawning.add_done_callback(self._adopt)
+                with self._lock:
+                    # Not handed yet: no longer wanted. Handed meanwhile: _deliver saw the
+                    # cancelled future and gave the worker to the next run, or delivered it
+                    # just before the cancel: it goes on now.
+                    with contextlib.suppress(ValueError):
+                        self._wanting.remove((loop, wanted))
+                    if wanted.done() and not wanted.cancelled() and not wanted.exception():
+                        handed = wanted.result()
+                        self._busy.discard(handed)
+                        self._hand_on_locked(handed)
                 raise
-            with self._lock:
-                self._busy.add(worker)
+        assert worker is not None
         return worker
-
-    def _adopt(self, spawned: asyncio.Future[Worker]) -> None:
-        if spawned.cancelled() or spawned.exception() is not None:
-            return
-        worker = spawned.result()
-        with self._lock:
-            if self._closed:
-                worker.retire()
-            else:
-                self._park(worker)
 
     # -- admission --------------------------------------------------------------------------
     def _fits(self, need: int) -> bool:
@@ -529,7 +624,7 @@ class WorkerPool:
             else:
                 worker.kill()  # single use: no process outlives its run
             self._release_locked(need)
-            low = len(self._idle) + self._spawning < self.options.warm
+            low = len(self._idle) + self._spawning < self._warm_target_locked()
         if low:
             self._refill_wanted.set()
 
@@ -579,6 +674,11 @@ class WorkerPool:
         for worker in workers:
             worker.kill()
         self._zygote.stop()
+
+
+def _fail(future: asyncio.Future[Worker], failure: PoolFailure) -> None:
+    if not future.done():
+        future.set_exception(failure)
 
 
 def _admit(future: asyncio.Future[None]) -> None:

@@ -114,8 +114,14 @@ class ProcessSandbox:
         return await self._run(request, host, limits)
 
     async def run_source(self, source: str, host: SandboxHost, limits: Limits) -> SandboxOutcome:
-        """Compile (in the worker, bounded like the run) and run TypeScript ``source``."""
-        return await self._run({"source": source}, host, limits)
+        """Compile (in the worker, bounded like the run) and run TypeScript ``source``; a
+        source compiled before runs its cached program (ADR 0028, the compile cache)."""
+        cached = self._pool.programs.get(source)
+        if cached is not None and (
+            len(source.encode("utf-8", "surrogatepass")) <= limits.source_bytes
+        ):
+            return await self._run({"program": [*cached, source]}, host, limits)
+        return await self._run({"source": source, "share": True}, host, limits)
 
     async def _run(
         self, request: dict[str, Any], host: SandboxHost, limits: Limits
@@ -137,8 +143,16 @@ class ProcessSandbox:
             request["stream"] = True
         channel: _ProcessChannel | None = None
         try:
-            channel = _ProcessChannel(self._pool, worker, json.dumps(request).encode(), limits)
+            channel = _ProcessChannel(
+                self._pool,
+                worker,
+                json.dumps(request).encode(),
+                limits,
+                sharing=request.get("share") is True,
+            )
             outcome = await drive(channel, host, limits)
+            if channel.compiled is not None:
+                self._pool.programs.put(request["source"], channel.compiled)
         finally:
             reusable = channel is not None and channel.reusable
             if channel is not None:
@@ -147,6 +161,16 @@ class ProcessSandbox:
             self._pool.release(worker, limits.memory_bytes, reusable=reusable)
         worker_cpu_ms = channel.worker_cpu_s * 1000 if channel is not None else 0.0
         return dataclasses.replace(outcome, queue_ms=queue_ms, worker_cpu_ms=worker_cpu_ms)
+
+
+def _shared_program(payload: bytes) -> tuple[str, int] | None:
+    try:
+        javascript, line_offset = json.loads(payload)
+    except ValueError:
+        return None
+    if not isinstance(javascript, str) or type(line_offset) is not int:
+        return None
+    return javascript, line_offset
 
 
 def _lost(why: str, *, worker: Worker) -> Diagnostic:
@@ -164,7 +188,13 @@ class _ProcessChannel:
     """One run's requests to its worker; the worker's socket is watched by this loop."""
 
     def __init__(
-        self, pool: WorkerPool, worker: Worker, start_request: bytes, limits: Limits
+        self,
+        pool: WorkerPool,
+        worker: Worker,
+        start_request: bytes,
+        limits: Limits,
+        *,
+        sharing: bool = False,
     ) -> None:
         self._pool = pool
         self._worker = worker
@@ -185,6 +215,10 @@ class _ProcessChannel:
         """A request was sent and its reply has not arrived: the worker is running JS."""
         self._taken = False
         """The worker acknowledged the start request (``K``): it owns the run now."""
+        self._sharing = sharing
+        self.compiled: tuple[str, int] | None = None
+        """The program the worker compiled from the run's source, sent before any model
+        code ran there (``J``, only when asked, only before the start step)."""
         self._fd = worker.sock.fileno()
         self._loop.add_reader(self._fd, self._on_readable)
 
@@ -342,10 +376,18 @@ class _ProcessChannel:
         if kind == b"K" and self._in_slice and not self._taken:
             self._taken = True
             return True
+        if kind == b"J" and self._sharing and self._taken and self._in_slice:
+            self._sharing = False  # one program, before the start step; later: a fault
+            self.compiled = _shared_program(payload)
+            if self.compiled is None:
+                self._protocol_fault("malformed compiled program")
+                return False
+            return True
         if kind not in (b"P", b"C") or not self._in_slice or not self._taken:
             self._protocol_fault(f"unexpected frame {kind!r}")
             return False
         self._in_slice = False
+        self._sharing = False  # model code has run in the worker from here on
         pending = self._pending
         if pending is not None and not pending.done():
             pending.set_result((kind, payload))
