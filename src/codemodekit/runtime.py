@@ -44,8 +44,8 @@ class RuntimeOptions:
     """Heap reserved by the runs in flight, added up (each reserves its `memory_bytes`
     plus a worker's own overhead); runs over it wait in the queue."""
     warm_workers: int = 0
-    """Idle workers kept ready, forked ahead of demand (each hosts one run); 0 means two
-    per CPU and at least 4."""
+    """Idle workers kept ready, forked ahead of demand (each hosts one run; an idle one
+    costs about 3 MiB); 0 means eight per CPU and at least 16."""
     worker_max_runs: int = 1000
     """Ignored (deprecated): every worker process hosts exactly one run and exits."""
     worker_max_rss_bytes: int = 256 * MIB
@@ -88,7 +88,7 @@ class RuntimeOptions:
 
     @property
     def warm(self) -> int:
-        return min(self.warm_workers or max(4, 2 * _cpus()), self.run_slots)
+        return min(self.warm_workers or max(16, 8 * _cpus()), self.run_slots)
 
     def replace(self, **overrides: Any) -> RuntimeOptions:
         values = {f.name: getattr(self, f.name) for f in fields(self)}

@@ -51,6 +51,10 @@ STDERR_BYTES = 64 * 1024
 """Most of a zygote's stderr read when it fails to start (it has none once started)."""
 IDLE_RETIRE_S = 30.0
 """Idle workers beyond the warm set exit after this long unused (memory goes back)."""
+QUIET_S = 0.005
+"""How long no run may have started or ended before the warm set is topped up while a
+quarter of it is ready: a new worker's start (≈2 ms of CPU) does not compete with runs
+then. Below a quarter, or with runs waiting for a worker, the refill starts at once."""
 
 _CLOCK_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -374,6 +378,8 @@ class WorkerPool:
         self._wanting: collections.deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[Worker]]]
         self._wanting = collections.deque()
         """Admitted runs that found no idle worker: each gets the next one that says hello."""
+        self._last_active = 0.0
+        """When a run last took or gave back a worker (``time.monotonic``)."""
         self._peak = 0
         """Most workers leased at once lately: the warm set grows to it (the load), and
         shrinks back as idle workers retire."""
@@ -456,6 +462,20 @@ class WorkerPool:
                 if greeted < count or self._closed:
                     break
 
+    def _urgent_locked(self) -> bool:
+        """Under a quarter of the warm set is ready, or runs wait for a worker: refill now
+        (else at the next quiet moment)."""
+        ready = len(self._idle) + self._spawning
+        return bool(self._wanting) or 4 * ready < self._warm_target_locked()
+
+    def _refill_if_quiet(self) -> None:
+        """A moment after a run ended: top the warm set up if no run started since."""
+        with self._lock:
+            quiet = self._in_flight == 0 and (time.monotonic() - self._last_active >= QUIET_S * 0.9)
+            wanted = quiet and len(self._idle) + self._spawning < self._warm_target_locked()
+        if wanted:
+            self._refill_wanted.set()
+
     def _warm_target_locked(self) -> int:
         return min(max(self.options.warm, self._peak), self.options.run_slots)
 
@@ -524,8 +544,9 @@ class WorkerPool:
                 wanted = loop.create_future()
                 self._wanting.append((loop, wanted))
             self._peak = max(self._peak, len(self._busy) + len(self._wanting))
-            low = len(self._idle) + self._spawning < self._warm_target_locked() + len(self._wanting)
-        if low:
+            self._last_active = time.monotonic()
+            urgent = self._urgent_locked()
+        if urgent:
             self._refill_wanted.set()
         if wanted is not None:
             try:
@@ -624,9 +645,18 @@ class WorkerPool:
             else:
                 worker.kill()  # single use: no process outlives its run
             self._release_locked(need)
+            self._last_active = time.monotonic()
             low = len(self._idle) + self._spawning < self._warm_target_locked()
-        if low:
+            urgent = self._urgent_locked()
+        if urgent:
             self._refill_wanted.set()
+        elif low:
+            # Not urgent: once no run has started for a moment (a timer on the run's loop;
+            # the refiller thread is not woken per run).
+            try:
+                asyncio.get_running_loop().call_later(QUIET_S, self._refill_if_quiet)
+            except RuntimeError:  # no loop here
+                self._refill_wanted.set()
 
     def _release_locked(self, need: int) -> None:
         self._in_flight -= 1

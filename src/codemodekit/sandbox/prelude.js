@@ -593,6 +593,13 @@
     sources.failure = failureSource;
     return "";
   };
+  // A module compiled into a prepared context ahead of any run (a sandbox zygote loads
+  // the calls module once; every fork inherits it instead of compiling it per run).
+  commands.preload = (name) => {
+    if (sources[name] === undefined) return "no such module";
+    load(name);
+    return "";
+  };
   commands.init = (settings) => {
     const s = api.parse(settings);
     api.logEntries = s.logEntries;
