@@ -56,6 +56,8 @@ QUIET_S = 0.005
 quarter of it is ready: a new worker's start (≈2 ms of CPU) does not compete with runs
 then. Below a quarter, or with runs waiting for a worker, the refill starts at once."""
 
+BATCH = max(2, os.cpu_count() or 1)
+"""Workers forked at once to top the warm set up."""
 _CLOCK_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -435,6 +437,9 @@ class WorkerPool:
                     )
                     if count <= 0:
                         break
+                    # Runs waiting: exactly their workers first (siblings would slow their
+                    # start); else a CPU's worth at a time, so the batch competes less.
+                    count = min(count, len(self._wanting) or BATCH)
                     self._spawning += count
                 # Every fork first (pipelined), then every hello: the new workers lock
                 # themselves down side by side; each is handed on as soon as it is ready.
