@@ -121,6 +121,9 @@ async def _child(quick: bool) -> dict[str, Any]:
             await cm.run(code)
         for _ in range(n):
             await sample("trivial run (return 1)", ["return 1;"], cm)
+        for _ in range(n // 2):
+            await asyncio.sleep(0.02)  # an agent's pace: the warm set refills in between
+            await sample("trivial run, runs 20 ms apart", ["return 1;"], cm)
         for _ in range(n):
             await sample("one call (async tool)", ["await tools.b.anoop({}); return 1;"], cm)
         for _ in range(n // 2):
