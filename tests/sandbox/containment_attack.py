@@ -100,7 +100,17 @@ def _environment(secret: str) -> str:
     return f"denied (environment has {len(os.environ)} variables, no secret)"
 
 
+def _forge_compiled_program() -> str:
+    """Offer the host a compiled program for its compile cache, as a worker that compiled
+    the run's source would (a ``J`` frame on its socket, fd 3)."""
+    payload = b"J" + json.dumps(["(async () => 'poisoned')()", 0]).encode()
+    os.write(3, len(payload).to_bytes(4, "big") + payload)
+    return "sent"
+
+
 def probe(params: dict[str, Any]) -> dict[str, Any]:
+    if params.get("poison"):
+        return {"pid": os.getpid(), "forged": _forge_compiled_program()}
     server, sibling = int(params["server"]), int(params["sibling"])
     _RUNS[0] += 1
     found: dict[str, Any] = {

@@ -120,6 +120,14 @@ SERVER = textwrap.dedent(
                 else:
                     value = {"failed": repr(result.diagnostic)}
                 runs.append(value)
+            # A compromised worker offers the compile cache a program of its own, on a
+            # source's first run and on a run of its cached program.
+            blob = base64.b64encode(json.dumps({"poison": True}).encode()).decode()
+            poison = f'const found: string = "__PROBE__{blob}__END__";\\nreturn found;'
+            poisoned = []
+            for _ in range(3):
+                result = await cm.run(poison)
+                poisoned.append(result.value if result.ok else result.diagnostic.code)
             # Every process below the server while a run is in flight.
             processes = {pid: status(pid) for pid in below(os.getpid())}
             release.set()
@@ -134,6 +142,7 @@ SERVER = textwrap.dedent(
             "runs": runs,
             "processes": processes,
             "gone_after_run": gone,
+            "poisoned": poisoned,
             "containment": dict(getattr(stats, "containment", ())),
         }))
 
@@ -254,6 +263,12 @@ def test_each_run_has_a_process_of_its_own(attack: dict[str, Any]) -> None:
     runs = attack["runs"]
     assert len({run["pid"] for run in runs}) == len(runs) == 4
     assert [run["runs_in_this_process"] for run in runs] == [1] * len(runs)
+
+
+def test_a_compromised_worker_cannot_fill_the_compile_cache(attack: dict[str, Any]) -> None:
+    """ADR 0028: only the program a worker sends before model code runs is cached; a frame
+    offering one afterwards ends that worker's run, and no run ever runs the forged one."""
+    assert attack["poisoned"] == ["INTERNAL_ERROR"] * 3, attack["poisoned"]
 
 
 def test_a_worker_does_not_outlive_its_run(attack: dict[str, Any]) -> None:
