@@ -422,11 +422,15 @@ class WorkerPool:
             self._refill_wanted.wait(timeout=IDLE_RETIRE_S / 2)
             self._refill_wanted.clear()
             self._retire_idle()
+            first = True
             while True:
                 with self._lock:
                     if self._closed:
                         self._fail_wanting_locked(PoolFailure("the sandbox pool is closed"))
                         return
+                    if not first and self._in_flight and not self._urgent_locked():
+                        break  # a run started: the rest waits for the next quiet moment
+                    first = False
                     total = len(self._idle) + len(self._busy) + self._spawning
                     count = min(
                         self._warm_target_locked()
