@@ -45,6 +45,7 @@ from codemodekit.codegen import (
     skill_dir,
 )
 from codemodekit.errors import CodeModeError
+from codemodekit.safe_write import UnsafeTarget
 from codemodekit.spec.model import Spec
 
 DEFAULT_OUT = "codemode"
@@ -153,7 +154,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.check:
         return _check(args, plans, resolved)
     if resolved.lock_drift:
-        write_text_atomic(resolved.lock_file, resolved.lock_text)
+        try:
+            write_text_atomic(resolved.lock_file, resolved.lock_text)
+        except (UnsafeTarget, OSError) as exc:
+            print(f"codemode generate: {exc}", file=sys.stderr)
+            return 2
         print(
             f"{resolved.lock_file}: updated ({len(resolved.lock_drift)} change(s))", file=sys.stderr
         )

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from codemodekit.bounded_read import UnreadableFile, read_bounded
+from codemodekit.safe_write import UnsafeTarget, write_file
 
 STARTER_FILES = ("codemode.toml", "hello.ts")
 """Copied from ``codemodekit/examples``; the spec uses the bundled demo source."""
@@ -89,10 +90,14 @@ def run_init(args: argparse.Namespace) -> int:
         )
         return 1
     target.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        (target / name).write_text(text, encoding="utf-8")
-        print(f"wrote {target / name}")
-    _write_tsconfig(target)
+    try:
+        for name, text in files.items():
+            write_file(target / name, text, inside=target, make_parents=True)
+            print(f"wrote {target / name}")
+        _write_tsconfig(target)
+    except (UnsafeTarget, OSError) as exc:
+        print(f"codemode init: {exc}", file=sys.stderr)
+        return 2
     where = "" if target.resolve() == Path.cwd().resolve() else f"cd {args.dir} && "
     run_hint = " && codemode run hello.ts" if "hello.ts" in files else ""
     print(f"next: {where}codemode check{run_hint}")
@@ -112,7 +117,7 @@ def _write_tsconfig(target: Path) -> None:
                 '"extends": "./codemode/tsconfig.json" (or the options in that file)'
             )
         return
-    path.write_text(TSCONFIG_TEXT, encoding="utf-8")
+    write_file(path, TSCONFIG_TEXT, inside=target)
     print(f"wrote {path}")
 
 

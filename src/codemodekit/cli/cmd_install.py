@@ -25,6 +25,7 @@ from typing import Any
 
 from codemodekit.bounded_read import UnreadableFile, read_bounded
 from codemodekit.cli.common import CliExit, add_config_argument, config_path, load_config
+from codemodekit.safe_write import UnsafeTarget, check_target, write_file
 
 MAX_CLIENT_CONFIG_BYTES = 16 * 1024 * 1024
 """Most bytes read from an agent client's configuration file."""
@@ -154,18 +155,31 @@ def _install(args: argparse.Namespace, spec: Any, config: Path) -> int:
     if target is None or args.print:
         print(json.dumps({"mcpServers": {name: entry}}, indent=2))
     else:
+        inside = config.parent if config.parent in target.parents else None
+        try:
+            check_target(target, inside)  # before reading what a link would point at
+        except UnsafeTarget as exc:
+            raise CliExit(2, f"codemode install: {exc}") from None
         document = _read_json(target)
         servers = document.setdefault("mcpServers", {})
         if not isinstance(servers, dict):
             raise CliExit(2, f"codemode install: {target}: `mcpServers` is not an object")
         replaced = name in servers
         servers[name] = entry
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(target.name + ".codemode-tmp")
-        tmp.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-        if args.copy_env:
-            tmp.chmod(0o600)  # it holds secrets now
-        os.replace(tmp, target)
+        # A project's client config lives below the spec's folder: no link on the way
+        # there (a committed `.cursor` link), none at the target, none at a temp name.
+        try:
+            write_file(
+                target,
+                json.dumps(document, indent=2) + "\n",
+                private=args.copy_env,  # it holds secrets: 0600 from its creation
+                inside=inside,
+                make_parents=True,
+            )
+        except UnsafeTarget as exc:
+            raise CliExit(2, f"codemode install: {exc}") from None
+        except OSError as exc:
+            raise CliExit(2, f"codemode install: cannot write {target} ({exc})") from None
         print(f"{'updated' if replaced else 'added'} server {name!r} in {target}")
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)

@@ -18,6 +18,7 @@ from codemodekit.catalog.lock import lock_path
 from codemodekit.cli.common import add_config_argument, config_path, quiet_library_logs
 from codemodekit.cli.locking import resolve_catalog, write_text_atomic
 from codemodekit.errors import CodeModeError
+from codemodekit.safe_write import UnsafeTarget
 
 
 def register(sub: Any) -> None:
@@ -78,7 +79,11 @@ def run_lock(args: argparse.Namespace) -> int:
     if not resolved.lock_drift:
         print(f"{resolved.lock_file}: unchanged ({tools} tools)", file=sys.stderr)
         return 0
-    write_text_atomic(resolved.lock_file, resolved.lock_text)
+    try:
+        write_text_atomic(resolved.lock_file, resolved.lock_text)
+    except (UnsafeTarget, OSError) as exc:
+        print(f"codemode lock: {exc}", file=sys.stderr)
+        return 2
     print(
         f"{resolved.lock_file}: written ({tools} tools)\n  " + "\n  ".join(resolved.lock_drift),
         file=sys.stderr,

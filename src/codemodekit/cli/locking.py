@@ -4,8 +4,6 @@ repository for the rest, live servers only when asked or when the lock cannot st
 from __future__ import annotations
 
 import asyncio
-import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +22,7 @@ from codemodekit.catalog.lock import (
     stale,
 )
 from codemodekit.providers.base import Discovery
+from codemodekit.safe_write import write_file
 from codemodekit.spec.model import Spec
 
 
@@ -101,12 +100,6 @@ def _lock_drift(
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` in one step, so an interrupted write never leaves half a lock."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Replace ``path`` in one step, so an interrupted write never leaves half a lock; never
+    through a link (``safe_write``). Raises ``UnsafeTarget`` or ``OSError``."""
+    write_file(path, text)

@@ -29,6 +29,7 @@ from codemodekit.bounded_read import UnreadableFile, read_bounded
 from codemodekit.codegen.lockfile import manifest_files
 from codemodekit.codegen.plugin import ArtifactKind, merge_generated_block
 from codemodekit.errors import CodeModeError
+from codemodekit.safe_write import create_new
 
 TXN_DIR = ".codemode-txn"
 _JOURNAL = "journal.json"
@@ -225,14 +226,12 @@ def apply(plan: WritePlan) -> None:
             "interrupted; run `codemode generate` again once it has finished"
         ) from None
     try:
-        (txn / _OWNER).write_text(str(os.getpid()), encoding="ascii")
+        # Everything staged is created new in the folder made above (never through a link).
+        create_new(txn / _OWNER, str(os.getpid()))
         for path, text in plan.writes.items():
             staged = txn / "new" / path
             staged.parent.mkdir(parents=True, exist_ok=True)
-            with open(staged, "w", encoding="utf-8", newline="") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
+            create_new(staged, text)
         journal = {
             "writes": [[p, plan.current.get(p) is not None] for p in plan.writes],
             "deletes": list(plan.deletes),
@@ -321,10 +320,7 @@ def _move(source: Path, destination: Path) -> None:
 
 
 def _write_json(path: Path, value: object) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
-        json.dump(value, handle)
-        handle.flush()
-        os.fsync(handle.fileno())
+    create_new(path, json.dumps(value))
 
 
 def _prune_empty_parents(root: Path, path: Path) -> None:
