@@ -24,6 +24,7 @@ from typing import Any
 from codemodekit.bounded_read import UnreadableFile, read_bounded
 from codemodekit.catalog.catalog import Catalog
 from codemodekit.errors import CodeModeError, SecretUnavailable, SourceUnavailable
+from codemodekit.nesting import MAX_NESTING, text_depth_exceeds
 from codemodekit.providers.base import Discovery, SkippedTool, ToolSpec
 from codemodekit.spec.model import (
     McpHttpSource,
@@ -92,15 +93,27 @@ def _tool_json(tool: ToolSpec) -> dict[str, Any]:
 
 
 def _tool_from_json(data: Mapping[str, Any]) -> ToolSpec:
+    def field(key: str, kinds: type | tuple[type, ...], default: Any) -> Any:
+        value = data.get(key, default)
+        if not isinstance(value, kinds):
+            raise ValueError(f"tool field {key!r} has the wrong type")
+        return value
+
+    if not isinstance(data, dict):
+        raise ValueError("a tool entry is not an object")
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError("a tool entry has no name")
     return ToolSpec(
-        name=data["name"],
-        description=data.get("description", ""),
-        input_schema=data.get("input_schema") or {"type": "object", "properties": {}},
-        output_schema=data.get("output_schema"),
-        annotations=data.get("annotations") or {},
-        provenance=data.get("provenance") or {},
-        default_dialect=data.get("default_dialect"),
-        deprecated=bool(data.get("deprecated", False)),
+        name=name,
+        description=field("description", str, ""),
+        input_schema=field("input_schema", (dict, type(None)), None)
+        or {"type": "object", "properties": {}},
+        output_schema=field("output_schema", (dict, type(None)), None),
+        annotations=field("annotations", (dict, type(None)), None) or {},
+        provenance=field("provenance", (dict, type(None)), None) or {},
+        default_dialect=field("default_dialect", (str, type(None)), None),
+        deprecated=field("deprecated", bool, False),
     )
 
 
@@ -132,21 +145,49 @@ class LockedSource:
     discovery: Discovery
 
 
+MAX_LOCK_NESTING = MAX_NESTING + 8
+"""Deepest nesting a lock may hold: a tool schema's bound plus the lock's own levels
+(``sources`` → source → ``tools`` → tool → schema)."""
+
+
 def parse_lock(text: str, *, shown: str = LOCK_FILE) -> dict[str, LockedSource]:
+    """The lock's sources; any text that is not a well-formed lock (a wrong type anywhere,
+    nesting no real lock has) is ``LockError``, never another exception."""
     try:
+        if text_depth_exceeds(text, MAX_LOCK_NESTING):
+            # Checked on the text, before a parser recurses through it.
+            raise ValueError(f"it nests deeper than {MAX_LOCK_NESTING} levels")
         document = json.loads(text)
         if not isinstance(document, dict) or document.get("format") != LOCK_FORMAT:
             raise ValueError(f"expected format {LOCK_FORMAT}")
+        sources = document["sources"]
+        if not isinstance(sources, dict):
+            raise ValueError("`sources` is not an object")
         out: dict[str, LockedSource] = {}
-        for name, entry in document["sources"].items():
+        for name, entry in sources.items():
+            if not isinstance(entry, dict) or not isinstance(entry["reached_by"], dict):
+                raise ValueError(f"source {name[:80]!r} is not a lock entry")
+            if not isinstance(entry["tools"], list) or not isinstance(entry["skipped"], list):
+                raise ValueError(f"source {name[:80]!r} has no tool list")
             tools = tuple(_tool_from_json(t) for t in entry["tools"])
-            skipped = tuple(SkippedTool(s["name"], s["reason"]) for s in entry["skipped"])
+            skipped = tuple(_skipped_from_json(s) for s in entry["skipped"])
             out[name] = LockedSource(entry["reached_by"], Discovery(tools, skipped))
         return out
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError) as exc:
+        why = str(exc) if isinstance(exc, ValueError | KeyError) else type(exc).__name__
         raise LockError(
-            f"{shown} cannot be read ({exc}); recreate it with `codemode lock`"
+            f"{shown} cannot be read ({why[:200]}); recreate it with `codemode lock`"
         ) from None
+
+
+def _skipped_from_json(data: Any) -> SkippedTool:
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("name"), str)
+        or not isinstance(data.get("reason"), str)
+    ):
+        raise ValueError("a skipped entry needs a string name and reason")
+    return SkippedTool(data["name"], data["reason"])
 
 
 def read_lock_text(path: Path) -> str | None:
