@@ -17,6 +17,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import sys
 import threading
 from datetime import UTC, datetime
@@ -32,6 +33,21 @@ AUDIT_VERSION = 1
 
 def _now(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="milliseconds")
+
+
+# JSON escapes C0 controls itself; these it leaves raw with ensure_ascii=False: DEL, every
+# C1 control (U+0085 NEL among them), the Unicode line and paragraph separators (which
+# str.splitlines, JavaScript and many log shippers treat as line breaks) and lone
+# surrogates (which cannot be written as UTF-8 at all).
+_RAW = re.compile("[\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def audit_line(record: dict[str, Any]) -> str:
+    """One record as one line: no character any common reader splits lines on, no control
+    character, whatever model-chosen text (tool names) it holds."""
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
+    # Outside strings JSON has none of these characters, so escaping in place stays JSON.
+    return _RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
 
 
 class AuditSink(BaseObserver):
@@ -70,7 +86,7 @@ class AuditSink(BaseObserver):
         return "sha256:" + hashlib.sha256(data).hexdigest()
 
     def _write(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
+        line = audit_line(record)
         with self._lock:
             self._stream.write(line)
             self._stream.flush()
@@ -130,4 +146,4 @@ class AuditSink(BaseObserver):
             self._own = None
 
 
-__all__ = ["AUDIT_VERSION", "AuditSink"]
+__all__ = ["AUDIT_VERSION", "AuditSink", "audit_line"]
