@@ -106,6 +106,37 @@ async def test_openapi_document_that_is_not_a_regular_file_is_refused(
     assert "FIFO" in result.stdout + result.stderr
 
 
+def test_check_says_what_a_document_that_is_not_a_file_is(tmp_path: Path, fifo: Path) -> None:
+    """Issue 23, item 12: a FIFO (a device, a folder, a socket) is not "file not found"."""
+    import socket
+
+    targets = _hostile_targets(tmp_path, fifo)
+    del targets["huge-sparse-file"]  # a regular file: its size is the loader's concern
+    listening = socket.socket(socket.AF_UNIX)
+    listening.bind(str(tmp_path / "sock"))
+    targets["socket"] = (tmp_path / "sock", "socket")
+    lines = [SPEC]
+    for index, name in enumerate(targets):
+        lines.append(f'[sources.bad{index}]\ntype = "openapi"\ndocument = "doc-{name}.yaml"\n')
+        target = targets[name][0]
+        if target.name != "nowhere":
+            (tmp_path / f"doc-{name}.yaml").symlink_to(target)
+    (tmp_path / "codemode.toml").write_text("\n".join(lines))
+    try:
+        result = _check(tmp_path / "codemode.toml")
+    finally:
+        listening.close()
+    assert "Traceback" not in result.stderr
+    for index, (name, (_target, words)) in enumerate(targets.items()):
+        located = [
+            line for line in result.stderr.splitlines() if f"sources.bad{index}.document:" in line
+        ]
+        assert located, (name, result.stderr)
+        assert words in located[0], (name, located[0])
+        if name != "missing":
+            assert "not found" not in located[0], (name, located[0])
+
+
 # -- YAML alias bombs ------------------------------------------------------------------------
 def _laughs(levels: int, fan: int) -> str:
     lines = [f"l0: &l0 [{', '.join(['lol'] * fan)}]"]

@@ -8,11 +8,12 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import os
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from codemodekit.bounded_read import UnreadableFile, read_bounded
+from codemodekit.bounded_read import UnreadableFile, describe_mode, read_bounded
 from codemodekit.spec.errors import SourceText, SpecIssue
 from codemodekit.spec.loader import MAX_SPEC_BYTES
 from codemodekit.spec.model import (
@@ -33,6 +34,20 @@ class SpecFindings:
     """Problems of this environment that a connect would hit (an unset ``${VAR}``)."""
 
 
+def _not_a_document(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a document (``None``: a regular file), naming what it
+    is: a FIFO or a device is not "not found"."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "file not found"
+    except OSError as exc:
+        return f"cannot be opened ({exc.strerror or type(exc).__name__})"
+    if stat.S_ISREG(mode):
+        return None
+    return f"{describe_mode(mode)}, not a regular file"
+
+
 def check_environment(spec: Spec, environ: Mapping[str, str] | None = None) -> SpecFindings:
     """Files and environment variables the sources of ``spec`` need, located in the file."""
     env = os.environ if environ is None else environ
@@ -40,8 +55,10 @@ def check_environment(spec: Spec, environ: Mapping[str, str] | None = None) -> S
     warnings: list[tuple[KeyPath, str]] = []
     for name, source in spec.sources.items():
         base: KeyPath = ("sources", name)
-        if isinstance(source, OpenApiSource) and not source.document.is_file():
-            errors.append(((*base, "document"), f"file not found: {_shown(spec, source.document)}"))
+        if isinstance(source, OpenApiSource):
+            problem = _not_a_document(source.document)
+            if problem is not None:
+                errors.append(((*base, "document"), f"{problem}: {_shown(spec, source.document)}"))
         if isinstance(source, McpStdioSource) and source.cwd and not source.cwd.is_dir():
             errors.append(((*base, "cwd"), f"folder not found: {_shown(spec, source.cwd)}"))
         if isinstance(source, PythonSource):
