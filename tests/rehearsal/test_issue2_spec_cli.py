@@ -239,6 +239,7 @@ def test_full_spec_loads_names_paths_and_limits(tmp_path: Path) -> None:
         + '[sources."deployment-api"]\ntype = "mcp"\nurl = "https://d.example.com/mcp"\n'
         + 'headers = { Authorization = "Bearer ${DEPLOY_TOKEN}" }\n'
         + '[sources.petstore]\ntype = "openapi"\ndocument = "specs/petstore.yaml"\n'
+        + 'base_url = "https://petstore.example.com/v3"\n'
         + 'auth = { api_key = "${PETSTORE_KEY}" }\ninclude = ["pet*"]\n'
         + '[sources.local_srv]\ntype = "mcp"\ncommand = "srv"\nargs = ["stdio"]\ncwd = "specs"\n'
     )

@@ -258,10 +258,10 @@ def test_basic_auth_needs_both_halves(tmp_path: Path) -> None:
     error = load_error(
         tmp_path,
         'version = 1\nname = "n"\n[policy]\ndefault = "deny"\n'
-        '[sources.p]\ntype = "openapi"\ndocument = "d.yaml"\n'
+        '[sources.p]\ntype = "openapi"\ndocument = "d.yaml"\nbase_url = "https://x.example"\n'
         '[sources.p.auth]\nusername = "${U}"\n',
     )
-    assert (error.line, error.key) == (9, "sources.p.auth.username")
+    assert (error.line, error.key) == (10, "sources.p.auth.username")
 
 
 def test_stdio_keys_on_an_http_source_are_errors(tmp_path: Path) -> None:

@@ -222,6 +222,18 @@ def _cross_field_issues(raw: RawSpec, locate: Callable[[], SourceText]) -> list[
             issues.extend(_mcp_issues(base, item, source))
         elif isinstance(item, RawOpenApiSource):
             auth = item.auth
+            if item.base_url is None and auth.model_fields_set:
+                # The document is input (SECURITY.md): its `servers` must not choose where a
+                # credential goes.
+                issues.append(
+                    source().issue(
+                        (*base, "auth"),
+                        "`auth` needs `base_url`: a credential is sent only to a server this "
+                        "file names, never to one the OpenAPI document chooses; add, for "
+                        'example, `base_url = "https://api.example.com"`',
+                        anchor="key",
+                    )
+                )
             for present, absent in (("username", "password"), ("password", "username")):
                 if getattr(auth, present) is not None and getattr(auth, absent) is None:
                     issues.append(

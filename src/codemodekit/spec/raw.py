@@ -336,6 +336,9 @@ class RawOpenApiAuth(_Raw):
 class RawOpenApiSource(_Raw):
     """An OpenAPI 3.x document; each operation becomes a tool."""
 
+    # A credential goes only to a server this file names (see `base_url`).
+    model_config = ConfigDict(json_schema_extra={"dependentRequired": {"auth": ["base_url"]}})
+
     type: Literal["openapi"] = _field(..., "Source type.", 'type = "openapi"')
     document: PlainStr = _field(
         ...,
@@ -346,7 +349,9 @@ class RawOpenApiSource(_Raw):
     )
     base_url: PlainStr | None = _field(
         None,
-        "Server URL requests are sent to; absent means the document's first `servers` entry.",
+        "Server URL requests are sent to; absent means the document's first `servers` entry. "
+        "Required with `auth`: a credential is sent only to a server this file names, never "
+        "to one the document chooses.",
         'base_url = "https://petstore.example.com/v3"',
         min_length=1,
     )

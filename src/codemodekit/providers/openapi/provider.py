@@ -61,6 +61,11 @@ class OpenApiToolProvider:
                 f"sources.{config.name}.auth: unknown key(s) {', '.join(unknown)} "
                 f"(expected {', '.join(AUTH_KEYS)})"
             )
+        if config.auth and config.base_url is None:
+            raise ValueError(
+                f"sources.{config.name}.auth needs base_url: a credential is sent only to a "
+                "server the configuration names, never to one the OpenAPI document chooses"
+            )
         self._config = config
         self._limits = limits
         self._environ = environ
