@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
+
+from codemodekit.scrub import Scrubber
 
 JsonObject = dict[str, Any]
 
@@ -59,6 +61,38 @@ class Discovery:
     description: str = ""
     """What the upstream says it is (MCP server info, OpenAPI title, module docstring); told
     to the model with the source's name unless ``codemode.toml`` gives a description."""
+
+
+def scrub_discovery(discovery: Discovery, scrub: Scrubber) -> Discovery:
+    """``discovery`` with every piece of tool metadata masked by the source's ``Scrubber``.
+
+    Done once, where a source lists its tools, so every consumer (the catalog, search, the
+    lock, ``.d.ts`` files, ``catalog.json``) gets the same masked text: an upstream that
+    echoes a credential it was handed into a description or a schema ``default`` reveals
+    nothing. A tool whose name holds a credential cannot be renamed without breaking its
+    calls: it is set aside (its name masked in the reason).
+    """
+    if not scrub:
+        return discovery
+    tools: list[ToolSpec] = []
+    skipped = [SkippedTool(scrub(s.name), scrub(s.reason)) for s in discovery.skipped]
+    for tool in discovery.tools:
+        if scrub(tool.name) != tool.name:
+            skipped.append(SkippedTool(scrub(tool.name), "its name contains a credential"))
+            continue
+        tools.append(
+            replace(
+                tool,
+                description=scrub(tool.description),
+                input_schema=scrub.value(tool.input_schema),
+                output_schema=scrub.value(tool.output_schema),
+                annotations=scrub.value(tool.annotations),
+                meta=scrub.value(tool.meta),
+                provenance=scrub.value(tool.provenance),
+                default_dialect=scrub(tool.default_dialect) if tool.default_dialect else None,
+            )
+        )
+    return Discovery(tuple(tools), tuple(skipped), scrub(discovery.description))
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -51,6 +50,7 @@ from codemodekit.providers.base import (
     SourceHealth,
     ToolOutput,
     closed_message,
+    scrub_discovery,
 )
 from codemodekit.providers.describe import server_description
 from codemodekit.providers.mcp.content import (
@@ -445,12 +445,12 @@ class McpToolProvider:
             client, protocol_version=protocol_version, provenance=provenance, tap=tap
         )
         described = server_description(server)
-        if not tap.set_aside:
-            return dataclasses.replace(discovery, description=described)
         aside = tuple(SkippedTool(name, why) for name, why in tap.set_aside)
-        return Discovery(
+        discovery = Discovery(
             tools=discovery.tools, skipped=discovery.skipped + aside, description=described
         )
+        # The one place tool metadata is scrubbed: every consumer gets the masked text.
+        return scrub_discovery(discovery, self._redact)
 
     def _reading_large(self, conn: _Connection, size: int | None) -> None:
         """A large reply is being read: degraded while it lasts, so health tells why."""

@@ -23,6 +23,7 @@ from codemodekit.providers.base import (
     SourceHealth,
     ToolOutput,
     closed_message,
+    scrub_discovery,
 )
 from codemodekit.providers.describe import document_title
 from codemodekit.providers.openapi import http
@@ -160,7 +161,8 @@ class OpenApiToolProvider:
         http.unwatch_logs(self._scrub)
         self._scrub = Scrubber(self._credentials.secrets())
         http.watch_logs(self._scrub)
-        return dataclasses.replace(built.discovery, description=document_title(document.root))
+        described = dataclasses.replace(built.discovery, description=document_title(document.root))
+        return scrub_discovery(described, self._scrub)
 
     async def call_tool(self, name: str, arguments: JsonObject, context: CallContext) -> ToolOutput:
         plan = self._plans.get(name)
