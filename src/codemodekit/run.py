@@ -405,8 +405,11 @@ class CodeMode:
         calls cancelled): setting ``cancel`` ends it with a ``CANCELLED`` result; cancelling
         the awaiting task re-raises ``CancelledError`` as asyncio expects (ADR 0017).
 
-        ``caller`` names who asked (an authenticated client id) for observers such as the
-        audit trail; it changes nothing else.
+        ``caller`` names who asked (an authenticated client id, an MCP session) for
+        observers such as the audit trail, and for fair admission: one caller's runs take
+        at most its share of the sandbox workers and of the queue (``[runtime]``
+        ``max_runs_per_caller``, ``max_queued_per_caller``), so a caller that floods cannot
+        delay another's runs. Runs without a caller share one anonymous share (ADR 0030).
 
         ``context`` is the host's trusted per-run context (user identity, tenant, request
         id: any object). The policy sees it as ``ToolCallRequest.context``, local tools as
@@ -424,7 +427,7 @@ class CodeMode:
         observer = self._observer
         if observer is None:
             return await self._run(
-                code, execution_id, on_progress, cancel, None, None, context, on_log
+                code, execution_id, on_progress, cancel, None, caller, context, on_log
             )
         start = RunStart(execution_id, self._catalog.revision, time.time(), code, caller)
         observer.on_run_start(start)

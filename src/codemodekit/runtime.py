@@ -8,7 +8,9 @@ from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 MIB = 1024 * 1024
-MAY_BE_ZERO = frozenset({"max_runs", "warm_workers", "max_queued_runs"})
+MAY_BE_ZERO = frozenset(
+    {"max_runs", "warm_workers", "max_queued_runs", "max_runs_per_caller", "max_queued_per_caller"}
+)
 """Settings where 0 is meaningful (a computed default, or no queue at all)."""
 
 
@@ -38,6 +40,13 @@ class RuntimeOptions:
     wait on tools, and a worker that waits costs about 3 MiB)."""
     max_queued_runs: int = 256
     """Runs waiting for admission; one more is refused with `SERVER_BUSY`."""
+    max_runs_per_caller: int = 0
+    """Runs one caller may have in flight; 0 means three quarters of `max_runs` (at least
+    1), so a caller that floods always leaves slots for the others. The caller is the
+    authenticated client, else the MCP session, else `CodeMode.run(caller=...)`."""
+    max_queued_per_caller: int = 0
+    """Runs one caller may have waiting; 0 means three quarters of `max_queued_runs` (a
+    full queue also gives a newcomer the place of the newest run of the busiest caller)."""
     queue_timeout_ms: int = 10_000
     """Longest wait for admission before `SERVER_BUSY`."""
     memory_budget_bytes: int = 4096 * MIB
@@ -85,6 +94,17 @@ class RuntimeOptions:
     @property
     def run_slots(self) -> int:
         return self.max_runs or 32 * _cpus()
+
+    @property
+    def caller_run_slots(self) -> int:
+        share = self.max_runs_per_caller or max(1, self.run_slots * 3 // 4)
+        return min(share, self.run_slots)
+
+    @property
+    def caller_queue(self) -> int:
+        if self.max_queued_per_caller:
+            return min(self.max_queued_per_caller, self.max_queued_runs)
+        return max(1, self.max_queued_runs * 3 // 4) if self.max_queued_runs else 0
 
     @property
     def warm(self) -> int:

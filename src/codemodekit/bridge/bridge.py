@@ -273,6 +273,11 @@ class ToolBridge:
         self.on_log: Callable[[LogEntry], object] | None = None
         """Takes the run's console entries as they are written (``CodeMode.run(on_log=)``)."""
 
+    @property
+    def caller(self) -> str | None:
+        """Who asked for this run (the sandbox pool's admission shares slots by it)."""
+        return self._caller
+
     def _reject(
         self,
         code: ErrorCode,

@@ -31,12 +31,12 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from importlib.util import find_spec
 
 from codemodekit.errors import CodeModeError
 from codemodekit.runtime import MIB, RuntimeOptions
 from codemodekit.sandbox._lockdown import MANDATORY
+from codemodekit.sandbox.admission import AdmissionPolicy, AdmissionRefused, FairAdmission
 from codemodekit.sandbox.base import RuntimeStats
 
 log = logging.getLogger("codemodekit.sandbox")
@@ -59,6 +59,17 @@ then. Below a quarter, or with runs waiting for a worker, the refill starts at o
 BATCH = max(2, os.cpu_count() or 1)
 """Workers forked at once to top the warm set up."""
 _CLOCK_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def admission_policy(options: RuntimeOptions) -> AdmissionPolicy:
+    return AdmissionPolicy(
+        slots=options.run_slots,
+        memory_budget=options.memory_budget_bytes,
+        max_queued=options.max_queued_runs,
+        per_caller_runs=options.caller_run_slots,
+        per_caller_queued=options.caller_queue,
+        queue_timeout_s=options.queue_timeout_ms / 1000,
+    )
 
 
 class PoolBusy(Exception):
@@ -180,14 +191,6 @@ class Worker:
         self.dead = True
         with contextlib.suppress(OSError):
             self.sock.close()
-
-
-@dataclass(slots=True)
-class _Waiter:
-    loop: asyncio.AbstractEventLoop
-    future: asyncio.Future[None]
-    need: int
-    admitted: bool = False
 
 
 PROGRAM_CACHE_BYTES = 16 * MIB
@@ -368,12 +371,9 @@ class WorkerPool:
         self._lock = threading.Lock()
         self._idle: collections.deque[Worker] = collections.deque()
         self._busy: set[Worker] = set()
-        self._waiters: collections.deque[_Waiter] = collections.deque()
-        self._in_flight = 0
-        self._reserved = 0
+        self._admission = FairAdmission(admission_policy(options))
         self._spawning = 0
         self._restarts = 0
-        self._rejected = 0
         self._closed = False
         self._refill_wanted = threading.Event()
         self._refiller: threading.Thread | None = None
@@ -428,7 +428,7 @@ class WorkerPool:
                     if self._closed:
                         self._fail_wanting_locked(PoolFailure("the sandbox pool is closed"))
                         return
-                    if not first and self._in_flight and not self._urgent_locked():
+                    if not first and self._admission.in_flight and not self._urgent_locked():
                         break  # a run started: the rest waits for the next quiet moment
                     first = False
                     total = len(self._idle) + len(self._busy) + self._spawning
@@ -480,7 +480,9 @@ class WorkerPool:
     def _refill_if_quiet(self) -> None:
         """A moment after a run ended: top the warm set up if no run started since."""
         with self._lock:
-            quiet = self._in_flight == 0 and (time.monotonic() - self._last_active >= QUIET_S * 0.9)
+            quiet = self._admission.in_flight == 0 and (
+                time.monotonic() - self._last_active >= QUIET_S * 0.9
+            )
             wanted = quiet and len(self._idle) + self._spawning < self._warm_target_locked()
         if wanted:
             self._refill_wanted.set()
@@ -576,57 +578,22 @@ class WorkerPool:
         return worker
 
     # -- admission --------------------------------------------------------------------------
-    def _fits(self, need: int) -> bool:
-        if self._in_flight >= self.options.run_slots:
-            return False
-        # A run bigger than the whole budget still runs, alone.
-        return self._in_flight == 0 or self._reserved + need <= self.options.memory_budget_bytes
-
-    async def acquire(self, memory_bytes: int) -> Worker:
-        """Admit a run and lease it a worker; raises ``PoolBusy`` or ``PoolFailure``."""
+    async def acquire(self, memory_bytes: int, caller: str | None = None) -> Worker:
+        """Admit a run (fairly between callers: ``sandbox/admission.py``) and lease it a
+        worker; raises ``PoolBusy`` or ``PoolFailure``."""
         if self._refiller is None:
             self.start()
         need = memory_bytes + WORKER_OVERHEAD_BYTES
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            if self._closed:
-                raise PoolFailure("the sandbox pool is closed")
-            if not self._waiters and self._fits(need):
-                self._in_flight += 1
-                self._reserved += need
-                waiter = None
-            elif len(self._waiters) >= self.options.max_queued_runs:
-                self._rejected += 1
-                raise PoolBusy(
-                    f"the server is busy: {self.options.run_slots} runs are in flight and "
-                    f"{len(self._waiters)} are queued (max_queued_runs); retry later"
-                )
-            else:
-                waiter = _Waiter(loop, loop.create_future(), need)
-                self._waiters.append(waiter)
-        if waiter is not None:
-            try:
-                async with asyncio.timeout(self.options.queue_timeout_ms / 1000):
-                    await waiter.future
-            except BaseException as exc:
-                with self._lock:
-                    if waiter.admitted:
-                        self._release_locked(need)
-                    else:
-                        self._waiters.remove(waiter)
-                    if isinstance(exc, TimeoutError):
-                        self._rejected += 1
-                if isinstance(exc, TimeoutError):
-                    raise PoolBusy(
-                        f"the server is busy: the run waited {self.options.queue_timeout_ms} ms "
-                        "for a sandbox worker (queue_timeout_ms); retry later"
-                    ) from None
-                raise
+        if self._closed:
+            raise PoolFailure("the sandbox pool is closed")
+        try:
+            await self._admission.admit(caller, need)
+        except AdmissionRefused as refused:
+            raise PoolBusy(str(refused)) from None
         try:
             return await self._take_worker()
         except BaseException:
-            with self._lock:
-                self._release_locked(need)
+            self._admission.release(caller, need)
             raise
 
     async def replace(self, worker: Worker) -> Worker:
@@ -639,10 +606,13 @@ class WorkerPool:
         worker.kill()
         return await self._take_worker()
 
-    def release(self, worker: Worker, memory_bytes: int, *, reusable: bool) -> None:
+    def release(
+        self, worker: Worker, memory_bytes: int, *, reusable: bool, caller: str | None = None
+    ) -> None:
         """End a lease. A worker hosts one run: it is killed now, whether its run ended
         normally (it is exiting anyway; the kill makes sure of it) or was stopped; only the
-        latter counts as a restart. The warm set is refilled in the background."""
+        latter counts as a restart. The warm set is refilled in the background. The run's
+        admission goes back to ``caller``'s share (``sandbox/admission.py``)."""
         need = memory_bytes + WORKER_OVERHEAD_BYTES
         with self._lock:
             self._busy.discard(worker)
@@ -653,10 +623,10 @@ class WorkerPool:
                 self._restarts += 1
             else:
                 worker.kill()  # single use: no process outlives its run
-            self._release_locked(need)
             self._last_active = time.monotonic()
             low = len(self._idle) + self._spawning < self._warm_target_locked()
             urgent = self._urgent_locked()
+        self._admission.release(caller, need)
         if urgent:
             self._refill_wanted.set()
         elif low:
@@ -666,16 +636,6 @@ class WorkerPool:
                 asyncio.get_running_loop().call_later(QUIET_S, self._refill_if_quiet)
             except RuntimeError:  # no loop here
                 self._refill_wanted.set()
-
-    def _release_locked(self, need: int) -> None:
-        self._in_flight -= 1
-        self._reserved -= need
-        while self._waiters and self._fits(self._waiters[0].need):
-            waiter = self._waiters.popleft()
-            waiter.admitted = True
-            self._in_flight += 1
-            self._reserved += waiter.need
-            waiter.loop.call_soon_threadsafe(_admit, waiter.future)
 
     # -- views and shutdown -------------------------------------------------------------------
     def containment(self) -> dict[str, str]:
@@ -691,10 +651,10 @@ class WorkerPool:
                 mode="process",
                 workers=len(self._idle) + len(self._busy),
                 busy_workers=len(self._busy),
-                runs_in_flight=self._in_flight,
-                runs_queued=len(self._waiters),
+                runs_in_flight=self._admission.in_flight,
+                runs_queued=self._admission.queued,
                 worker_restarts=self._restarts,
-                runs_rejected=self._rejected,
+                runs_rejected=self._admission.rejected,
                 worker_rss_bytes=sum(w.rss for w in (*self._idle, *self._busy)),
             )
 
@@ -718,11 +678,6 @@ class WorkerPool:
 def _fail(future: asyncio.Future[Worker], failure: PoolFailure) -> None:
     if not future.done():
         future.set_exception(failure)
-
-
-def _admit(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
 
 
 def _recv_exactly(sock: socket.socket, size: int) -> bytes:

@@ -127,8 +127,9 @@ class ProcessSandbox:
         self, request: dict[str, Any], host: SandboxHost, limits: Limits
     ) -> SandboxOutcome:
         queued = time.perf_counter()
+        caller = getattr(host, "caller", None)  # whose share of the pool this run takes
         try:
-            worker = await self._pool.acquire(limits.memory_bytes)
+            worker = await self._pool.acquire(limits.memory_bytes, caller)
         except PoolBusy as busy:
             return SandboxOutcome(
                 ok=False,
@@ -158,7 +159,7 @@ class ProcessSandbox:
             if channel is not None:
                 channel.detach()
                 worker = channel.worker
-            self._pool.release(worker, limits.memory_bytes, reusable=reusable)
+            self._pool.release(worker, limits.memory_bytes, reusable=reusable, caller=caller)
         worker_cpu_ms = channel.worker_cpu_s * 1000 if channel is not None else 0.0
         return dataclasses.replace(outcome, queue_ms=queue_ms, worker_cpu_ms=worker_cpu_ms)
 

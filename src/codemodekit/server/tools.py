@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hashlib
 import json
 import logging
 import time
@@ -318,14 +319,29 @@ class ProgressRelay:
 
 
 # -- handlers (shared by both server kinds) ------------------------------------------------------
-def _caller() -> str | None:
-    """The authenticated principal, when the transport has one (the SDK's OAuth support)."""
+def _caller(ctx: Any = None) -> str | None:
+    """Who asks, for the audit trail and fair admission (ADR 0030): the authenticated
+    principal when the transport has one (the SDK's OAuth support); else the MCP session
+    (stateful HTTP: its id, hashed; stdio: the one session); else, in stateless HTTP, the
+    peer's address (one share per client host: several clients behind one proxy share it);
+    ``None`` in-process."""
     from mcp.server.auth.middleware.auth_context import get_access_token
 
     token = get_access_token()
-    if token is None:
-        return None
-    return token.subject or token.client_id
+    if token is not None:
+        return token.subject or token.client_id
+    request = getattr(ctx, "request", None)
+    headers = getattr(request, "headers", None)
+    if headers is not None:
+        session_id = headers.get("mcp-session-id")
+        if session_id:
+            digest = hashlib.sha256(session_id.encode("utf-8", "replace")).hexdigest()
+            return f"session:{digest[:16]}"
+        client = getattr(request, "client", None)
+        host = getattr(client, "host", None)
+        return f"peer:{host}" if host else "peer:unknown"
+    session = getattr(ctx, "session", None)
+    return f"session:{id(session):x}" if session is not None else None
 
 
 async def handle_run(
@@ -347,7 +363,7 @@ async def handle_run(
         with incoming_context(
             getattr(ctx, "meta", None), getattr(getattr(ctx, "request", None), "headers", None)
         ):
-            result = await code_mode.run(code, on_progress=relay, caller=_caller())
+            result = await code_mode.run(code, on_progress=relay, caller=_caller(ctx))
     except RuntimeError as exc:  # the CodeMode was not entered, or is already closed
         log.error("run_typescript cannot run: %s", exc)
         return _error(f"run_typescript is not available: {exc}")

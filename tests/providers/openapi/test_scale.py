@@ -14,7 +14,10 @@ from tests.providers.openapi.conftest import make_provider, started
 async def test_github_rest_description() -> None:
     document = node_package("@octokit/openapi") / "generated" / "api.github.com.json"
     provider = make_provider(
-        document, base_url="https://api.github.com", auth={"bearer": "ghp_0123456789abcdefTEST"}, name="github"
+        document,
+        base_url="https://api.github.com",
+        auth={"bearer": "ghp_0123456789abcdefTEST"},
+        name="github",
     )
     discovery = await started(provider)
     await provider.aclose()
