@@ -90,22 +90,31 @@ LogCallback = Callable[[LogEntry], object]
 """Takes one ``console.*`` entry of a run as it is written (``CodeMode.run(on_log=)``)."""
 
 
+class _Stop(asyncio.Event):
+    """Set by ``CodeMode.cancel_all_runs``: ends one run with ``CANCELLED`` and a reason."""
+
+    reason = ""
+
+
 async def _until_cancelled(
-    work: Awaitable[SandboxOutcome], cancel: asyncio.Event | None
+    work: Awaitable[SandboxOutcome], *cancels: asyncio.Event | None
 ) -> SandboxOutcome | None:
-    """``work``'s outcome, or ``None`` once ``cancel`` is set (``work`` is then cancelled)."""
-    if cancel is None:
+    """``work``'s outcome, or ``None`` once one of ``cancels`` is set (``work`` is then
+    cancelled: its worker killed, its tool calls cancelled)."""
+    events = [c for c in cancels if c is not None]
+    if not events:
         return await work
     task = asyncio.ensure_future(work)
-    waiter = asyncio.ensure_future(cancel.wait())
+    waiters = [asyncio.ensure_future(event.wait()) for event in events]
     try:
-        await asyncio.wait((task, waiter), return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait((task, *waiters), return_when=asyncio.FIRST_COMPLETED)
     finally:
-        waiter.cancel()
+        for waiter in waiters:
+            waiter.cancel()
         if not task.done():
             task.cancel()
         # Wait for the sandbox to dispose its context and cancel its tool calls.
-        await asyncio.gather(task, waiter, return_exceptions=True)
+        await asyncio.gather(task, *waiters, return_exceptions=True)
     if task.cancelled():
         return None
     return task.result()
@@ -172,6 +181,7 @@ class CodeMode:
         self._described: dict[str, str] = {}
         self._joining: dict[str, asyncio.Task[Discovery | None]] = {}
         self._start_grace_s = start_grace_s
+        self._stops: set[_Stop] = set()
         self._state: Literal["new", "started", "closed"] = "new"
         self._observer: ObserverSet | None = None
         for observer in observers:
@@ -452,6 +462,8 @@ class CodeMode:
         on_log: LogCallback | None = None,
     ) -> RunResult:
         started = time.perf_counter()
+        stop = _Stop()
+        self._stops.add(stop)
         progress = RunProgress(execution_id, on_progress, self.limits.progress_events)
         progress.emit("started", "run started")
         # A run sees one catalog: the revision it started with (a tool that appears
@@ -522,7 +534,7 @@ class CodeMode:
                 work = self._sandbox.run(program, bridge, self.limits)
             try:
                 async with asyncio.timeout(self.limits.wall_time_ms / 1000):
-                    outcome = await _until_cancelled(work, cancel)
+                    outcome = await _until_cancelled(work, cancel, stop)
             except TimeoutError:
                 return result(
                     False,
@@ -535,7 +547,7 @@ class CodeMode:
                 return result(
                     False,
                     diagnostic=Diagnostic(
-                        ErrorCode.CANCELLED, "the run was cancelled by its caller"
+                        ErrorCode.CANCELLED, stop.reason or "the run was cancelled by its caller"
                     ),
                 )
             warnings = outcome.warnings
@@ -572,6 +584,7 @@ class CodeMode:
                 ),
             )
         finally:
+            self._stops.discard(stop)
             progress.emit("finished", "run finished")
             await progress.close()
 
@@ -581,6 +594,17 @@ class CodeMode:
 
             self._compiler = CodeCompiler()
         return self._compiler
+
+    def cancel_all_runs(self, reason: str = "the run was cancelled by the host") -> int:
+        """End every run in flight (or waiting for a worker) with ``CANCELLED`` and
+        ``reason``: its worker is killed and its tool calls cancelled, and each ``run()``
+        returns its result as usual. Returns how many runs were told to stop. ``codemode
+        serve`` calls it at the drain deadline."""
+        stops = [s for s in self._stops if not s.is_set()]
+        for stop in stops:
+            stop.reason = reason
+            stop.set()
+        return len(stops)
 
     async def _compile(self, code: str) -> CompiledProgram:
         # Small snippets compile in well under a millisecond; a large or adversarial source

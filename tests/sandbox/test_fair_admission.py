@@ -187,3 +187,24 @@ def test_the_default_share_leaves_room_for_others() -> None:
     assert RuntimeOptions(max_queued_runs=256).caller_queue == 192
     assert RuntimeOptions(max_queued_runs=0).caller_queue == 0
     assert RuntimeOptions(max_runs=4, max_runs_per_caller=9).caller_run_slots == 4
+
+
+async def test_cancel_all_runs_ends_running_and_queued_runs_with_cancelled() -> None:
+    """What `serve` does at its drain deadline (issue 23, item 13), through the API."""
+    options = RuntimeOptions(max_runs=1, queue_timeout_ms=600_000, warm_workers=1)
+    box = ProcessSandbox(options, shared=False)
+    gates = Gates()
+    try:
+        async with code_mode(box, gates) as cm:
+            running = asyncio.ensure_future(cm.run(flood_code("a", "a"), caller="a"))
+            queued = asyncio.ensure_future(cm.run(flood_code("b", "b"), caller="b"))
+            await until(lambda: gates.marks == ["a"] and cm.runtime_stats().runs_queued == 1)
+            assert cm.cancel_all_runs("stopping for the test") == 2
+            for result in await asyncio.gather(running, queued):
+                assert result.diagnostic is not None
+                assert result.diagnostic.code == ErrorCode.CANCELLED
+                assert result.diagnostic.message == "stopping for the test"
+            assert gates.marks == ["a"]  # the queued run never started
+            assert (await cm.run("return 3;")).value == 3  # the capacity came back
+    finally:
+        box.close()

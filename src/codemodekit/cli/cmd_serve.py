@@ -37,6 +37,11 @@ from codemodekit.server.hosting import (
 from codemodekit.server.operations import Operations
 
 DEFAULT_PORT = 8000
+ANSWER_GRACE_S = 0.5
+"""After the drain deadline, how long cancelled runs get to send their CANCELLED answers."""
+DRAIN_CANCEL_REASON = (
+    "the server is shutting down: the run was cancelled at its drain deadline; retry it"
+)
 
 
 def register(sub: Any) -> None:
@@ -157,6 +162,11 @@ async def _serve(
                 file=sys.stderr,
                 flush=True,
             )
+            # Every run in flight ends now with CANCELLED (its worker killed, its tool
+            # calls cancelled) and answers its client like any result; then the answers
+            # get a moment to leave before the server closes.
+            ops.code_mode.cancel_all_runs(DRAIN_CANCEL_REASON)
+            await ops.wait_idle(ANSWER_GRACE_S)
         main.cancel()
 
     def stop() -> None:

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 HTTP_PATH = "/mcp"
 StdioWire = tuple[Any, Any]
 """(stdin lines, stdout file) for ``stdio_server``; ``(None, None)`` means the SDK's own."""
+SHUTDOWN_GRACE_S = 0.3
+"""Once drained, how long uvicorn waits for open connections (session streams) to end."""
 MAX_STDIO_LINE = 64 * 1024 * 1024
 """Longest JSON-RPC line read from stdin (a run's source alone may be 128 KiB)."""
 
@@ -212,7 +214,16 @@ async def serve_http(
     )
     sock = _listen(host, port)
     bound = sock.getsockname()[1]
-    config = uvicorn.Config(app, host=host, port=bound, log_level="warning", lifespan="on")
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=bound,
+        log_level="warning",
+        lifespan="on",
+        # Requests in flight were drained (or cancelled) before this: what is left are idle
+        # connections and session streams, which must not hold the exit.
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,  # type: ignore[arg-type]  # a float works
+    )
     web = _Uvicorn(config)
     if ops is not None:
         ops.stop_listening = lambda: _stop_listening(web, sock)

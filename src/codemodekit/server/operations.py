@@ -96,6 +96,15 @@ class Operations:
             return False
         return True
 
+    async def wait_idle(self, timeout_s: float) -> bool:
+        """Wait until no request is in flight; ``False`` if ``timeout_s`` passed first."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self._idle.wait()
+        except TimeoutError:
+            return False
+        return True
+
     # -- ASGI --------------------------------------------------------------------------------
     def wrap(self, mcp_app: ASGIApp, *, auth: Callable[[ASGIApp], ASGIApp]) -> ASGIApp:
         """The whole app: ops paths first, then ``auth(mcp_app)`` with request accounting.
