@@ -96,6 +96,24 @@ for _code in ErrorCode:
     _PHASES.setdefault(_code, Phase.TOOL)
 
 
+MAX_NAME_CHARS = 256
+"""Longest tool address, source name or other model-chosen name a diagnostic (or any echo
+of it: ``serve``'s text and structured content, the audit log) carries."""
+MAX_DIAGNOSTIC_MESSAGE_CHARS = 8_192
+"""Longest diagnostic message (an uncaught error's text is the model's own choice)."""
+MAX_ID_CHARS = 64
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, the cut marked with ``…`` and the full length.
+
+    The one bound on model-chosen text that is echoed back (names, paths, messages)."""
+    if len(text) <= limit:
+        return text
+    note = f"… ({len(text)} characters)"
+    return text[: max(limit - len(note), 0)] + note
+
+
 @dataclass(frozen=True, slots=True)
 class Location:
     """1-based line and column in the user's own code."""
@@ -121,6 +139,25 @@ class Diagnostic:
     """Links a sanitized message to the full cause in the host log."""
     details: tuple[tuple[str, Any], ...] = ()
     """Extra bounded facts (``("path", "$.id")``, ``("upstream_code", ...)``)."""
+
+    def __post_init__(self) -> None:
+        # Every field is bounded where it is made, so no echo of it can grow past the
+        # result bound (a tool named 'x'.repeat(1 << 20) gave a 1 MiB `tool` field).
+        for name, limit in _BOUNDS:
+            value = getattr(self, name)
+            if isinstance(value, str) and len(value) > limit:
+                object.__setattr__(self, name, clip(value, limit))
+        details = self.details
+        if details and (
+            len(details) > MAX_DETAILS
+            or any(
+                len(str(key)) > MAX_DETAIL_KEY_CHARS
+                or (isinstance(value, str) and len(value) > MAX_DETAIL_VALUE_CHARS)
+                or not isinstance(value, str | int | float | bool | type(None))
+                for key, value in details
+            )
+        ):
+            object.__setattr__(self, "details", bounded_details(dict(details)))
 
     @property
     def phase(self) -> Phase:
@@ -181,6 +218,14 @@ def bounded_details(details: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
         if name:
             out.append((name, _detail_value(value)))
     return tuple(out)
+
+
+_BOUNDS = (
+    ("message", MAX_DIAGNOSTIC_MESSAGE_CHARS),
+    ("tool", MAX_NAME_CHARS),
+    ("source", MAX_NAME_CHARS),
+    ("correlation_id", MAX_ID_CHARS),
+)
 
 
 def new_correlation_id() -> str:

@@ -23,6 +23,7 @@ import threading
 from datetime import UTC, datetime
 from typing import IO, TYPE_CHECKING, Any
 
+from codemodekit.errors import MAX_NAME_CHARS, clip
 from codemodekit.observe import BaseObserver, RunStart, ToolCallEvent, run_outcome
 
 if TYPE_CHECKING:
@@ -40,6 +41,10 @@ def _now(timestamp: float) -> str:
 # str.splitlines, JavaScript and many log shippers treat as line breaks) and lone
 # surrogates (which cannot be written as UTF-8 at all).
 _RAW = re.compile("[\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def _name(text: str | None) -> str | None:
+    return None if text is None else clip(text, MAX_NAME_CHARS)
 
 
 def audit_line(record: dict[str, Any]) -> str:
@@ -100,9 +105,9 @@ class AuditSink(BaseObserver):
                 "execution_id": call.execution_id,
                 "call_id": call.call_id,
                 "correlation_id": call.correlation_id,
-                "caller": call.caller,
-                "tool": call.address,
-                "source": call.source,
+                "caller": _name(call.caller),
+                "tool": _name(call.address),
+                "source": _name(call.source),
                 "decision": call.decision,
                 "rule": call.rule,
                 "outcome": call.outcome,
@@ -122,7 +127,7 @@ class AuditSink(BaseObserver):
             "time": _now(run.started_at),
             "execution_id": run.execution_id,
             "correlation_id": diagnostic.correlation_id if diagnostic is not None else None,
-            "caller": run.caller,
+            "caller": _name(run.caller),
             "outcome": run_outcome(result),
             "catalog_revision": run.catalog_revision,
             "code_hash": self.digest(run.code),
