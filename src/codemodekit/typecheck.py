@@ -4,8 +4,14 @@ A script is the body of an async function (top-level ``await`` and ``return``), 
 TypeScript file mode accepts as is. So the script is wrapped, unchanged and unindented, in
 an ``async function`` in a generated file, next to ``tools.d.ts`` and the sandbox's globals
 (``globals.d.ts``), under the options of the generated ``tsconfig.json``; ``tsc`` checks
-that, and each diagnostic is mapped back to the script's own line and column (ADR 0020). Node.js and ``tsc`` are the user's: found in ``node_modules/.bin`` of the current
-folder, the config's folder or one of their parents, then on ``PATH``.
+that, and each diagnostic is mapped back to the script's own line and column (ADR 0020).
+
+Node.js and ``tsc`` are the user's, looked for only inside the project: in
+``node_modules/typescript`` of the config's folder and of its parents up to the repository
+root (the nearest folder with ``.git``; without one, the config's folder alone), then on
+``PATH``. Never in ``/tmp`` or a parent folder outside the project, where anyone may have
+put one. The compiler must answer ``--version`` like TypeScript (``Version X.Y.Z``), and
+its name and version are reported with the result (ADR 0030).
 """
 
 from __future__ import annotations
@@ -16,7 +22,6 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,27 +57,82 @@ class TsDiagnostic:
         return f"{filename}:{self.line}:{self.column}: {self.category} {self.code}: {self.message}"
 
 
-def find_tsc(folders: Iterable[Path]) -> list[str]:
-    """The command that runs ``tsc``; raises ``TypecheckUnavailable`` with the fix."""
+@dataclass(frozen=True, slots=True)
+class Compiler:
+    """The ``tsc`` that will run: its command and what it said its version is."""
+
+    command: tuple[str, ...]
+    version: str
+    """``5.6.3``, from ``tsc --version``."""
+
+    @property
+    def shown(self) -> str:
+        return f"TypeScript {self.version}, {self.command[-1]}"
+
+
+_VERSION = re.compile(r"^Version (\d+\.\d+\.\d+[0-9A-Za-z.+-]*)\s*$")
+
+
+def project_folders(config_folder: Path) -> list[Path]:
+    """Where a project's own ``node_modules`` may be: the config's folder and its parents up
+    to the repository root; the config's folder alone outside a repository."""
+    start = config_folder.resolve()
+    chain = [start, *start.parents]
+    for index, folder in enumerate(chain):
+        if (folder / ".git").exists():
+            return chain[: index + 1]
+    return [start]
+
+
+def find_tsc(config_folder: Path, *, timeout_s: float = 60.0) -> Compiler:
+    """The project's ``tsc`` (see the module doc), checked to be TypeScript; raises
+    ``TypecheckUnavailable`` with the fix."""
     node = shutil.which("node")
     if node is None:
         raise TypecheckUnavailable(
             "Node.js is not installed (no `node` on PATH): type-checking needs Node.js 18+ "
             f"and the TypeScript compiler; {INSTALL_HINT}"
         )
-    seen: set[Path] = set()
-    for folder in folders:
-        for candidate in (folder.resolve(), *folder.resolve().parents):
-            if candidate in seen:
-                continue
-            seen.add(candidate)
-            script = candidate / "node_modules" / "typescript" / "bin" / "tsc"
-            if script.is_file():
-                return [node, str(script)]
-    on_path = shutil.which("tsc")
-    if on_path is not None:
-        return [on_path]
-    raise TypecheckUnavailable(f"the TypeScript compiler (tsc) was not found; {INSTALL_HINT}")
+    command: list[str] | None = None
+    for folder in project_folders(config_folder):
+        script = folder / "node_modules" / "typescript" / "bin" / "tsc"
+        if script.is_file():
+            command = [node, str(script)]
+            break
+    if command is None:
+        on_path = shutil.which("tsc")
+        if on_path is None:
+            raise TypecheckUnavailable(
+                f"the TypeScript compiler (tsc) was not found; {INSTALL_HINT}"
+            )
+        command = [on_path]
+    return Compiler(tuple(command), _version(command, timeout_s))
+
+
+def _version(command: list[str], timeout_s: float) -> str:
+    shown = command[-1]
+    try:
+        done = subprocess.run(
+            [*command, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "NO_COLOR": "1"},
+        )
+    except subprocess.TimeoutExpired:
+        raise TypecheckUnavailable(f"{shown} --version did not answer") from None
+    except OSError as exc:
+        raise TypecheckUnavailable(f"{shown} could not be started: {exc.strerror}") from None
+    match = _VERSION.match(done.stdout.strip()) if done.returncode == 0 else None
+    if match is None:
+        said = " ".join(done.stdout.split())[:80] or "nothing"
+        raise TypecheckUnavailable(
+            f"{shown} does not answer like the TypeScript compiler (`--version` printed "
+            f"{said!r}, exit {done.returncode}); {INSTALL_HINT}"
+        )
+    return match[1]
 
 
 _LINE = re.compile(
@@ -114,7 +174,7 @@ def parse_output(output: str, script_lines: int) -> tuple[list[TsDiagnostic], li
 def check_script(
     code: str,
     declarations: str,
-    tsc: list[str],
+    tsc: Compiler,
     *,
     timeout_s: float = 120.0,
 ) -> tuple[list[TsDiagnostic], list[str]]:
@@ -131,7 +191,15 @@ def check_script(
         (root / "tsconfig.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
         try:
             done = subprocess.run(
-                [*tsc, "--project", str(root / "tsconfig.json"), "--pretty", "false"],
+                [
+                    *tsc.command,
+                    "--project",
+                    str(root / "tsconfig.json"),
+                    "--pretty",
+                    "false",
+                    # The files it read: proof that it compiled the script at all.
+                    "--listFiles",
+                ],
                 cwd=root,
                 capture_output=True,
                 text=True,
@@ -144,4 +212,15 @@ def check_script(
         except OSError as exc:
             raise TypecheckUnavailable(f"tsc could not be started: {exc.strerror}") from None
     lines = len(code.splitlines()) or 1
-    return parse_output(done.stdout + done.stderr, lines)
+    printed = (done.stdout + done.stderr).splitlines()
+    listed = [line for line in printed if os.path.isabs(line.strip()) and line.endswith(".ts")]
+    read_script = any(Path(line.strip()).name == WRAPPER_FILE for line in listed)
+    found, other = parse_output("\n".join(line for line in printed if line not in listed), lines)
+    if done.returncode not in (0, 1, 2) or not read_script:
+        # tsc lists the files it compiled and exits 0 (no errors) or 1-2 (errors printed);
+        # anything else is not a verdict, and must never read as "no type errors".
+        raise TypecheckUnavailable(
+            f"{tsc.shown} exited {done.returncode} without reporting anything on the script "
+            "(it does not behave like the TypeScript compiler)"
+        )
+    return found, other

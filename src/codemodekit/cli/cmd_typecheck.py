@@ -54,7 +54,7 @@ def typecheck_or_exit(spec: Any, config: Path, code: str, filename: str, *, quie
     from codemodekit.typecheck import TypecheckUnavailable, check_script, find_tsc
 
     try:
-        tsc = find_tsc([Path.cwd(), config.parent])
+        tsc = find_tsc(config.parent)
     except TypecheckUnavailable as exc:
         raise CliExit(2, f"codemode typecheck: {exc}") from None
     try:
@@ -79,8 +79,11 @@ def typecheck_or_exit(spec: Any, config: Path, code: str, filename: str, *, quie
         print(f"codemode typecheck: {line}", file=sys.stderr)
     errors = sum(1 for d in found if d.category == "error") + len(other)
     if errors:
-        print(f"{filename}: {errors} type error{'s' if errors != 1 else ''}", file=sys.stderr)
+        print(
+            f"{filename}: {errors} type error{'s' if errors != 1 else ''} ({tsc.shown})",
+            file=sys.stderr,
+        )
         return 1
     if not quiet_ok:
-        print(f"{filename}: no type errors", file=sys.stderr)
+        print(f"{filename}: no type errors ({tsc.shown})", file=sys.stderr)
     return 0
