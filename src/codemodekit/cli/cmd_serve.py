@@ -248,6 +248,7 @@ async def _serve_spec(
             on_ready=ready,
             stateless=config.stateless,
             ops=ops,
+            limits=config.http_limits,
         )
 
 

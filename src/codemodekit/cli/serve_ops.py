@@ -14,6 +14,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from codemodekit.cli.common import CliExit
+from codemodekit.server.http_limits import (
+    DEFAULT_BODY_TIMEOUT_S,
+    DEFAULT_HEADER_TIMEOUT_S,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_SESSIONS_PER_CLIENT,
+    HttpLimits,
+)
 
 if TYPE_CHECKING:
     from codemodekit.observe import RunObserver
@@ -44,6 +51,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="on SIGTERM/SIGINT, stop listening and let requests in flight finish for up to "
         f"this long before stopping (default {DEFAULT_DRAIN_S:g}; a second signal stops at once)",
+    )
+    group.add_argument(
+        "--header-timeout",
+        type=float,
+        default=DEFAULT_HEADER_TIMEOUT_S,
+        metavar="SECONDS",
+        help="close a connection whose request headers take longer than this "
+        f"(default {DEFAULT_HEADER_TIMEOUT_S:g})",
+    )
+    group.add_argument(
+        "--body-timeout",
+        type=float,
+        default=DEFAULT_BODY_TIMEOUT_S,
+        metavar="SECONDS",
+        help="close a connection whose request body takes longer than this after its headers "
+        f"(default {DEFAULT_BODY_TIMEOUT_S:g})",
+    )
+    group.add_argument(
+        "--max-connections",
+        type=int,
+        default=DEFAULT_MAX_CONNECTIONS,
+        metavar="N",
+        help=f"close connections beyond N open at once (default {DEFAULT_MAX_CONNECTIONS})",
+    )
+    group.add_argument(
+        "--max-sessions-per-client",
+        type=int,
+        default=DEFAULT_MAX_SESSIONS_PER_CLIENT,
+        metavar="N",
+        help="stateful sessions one client (authenticated principal, else address) may hold "
+        f"open; one more gets 429 (default {DEFAULT_MAX_SESSIONS_PER_CLIENT})",
     )
     group.add_argument(
         "--metrics",
@@ -90,6 +128,7 @@ class OpsConfig:
     audit: str | None = None
     audit_key: bytes | None = None
     otel: bool = False
+    http_limits: HttpLimits = field(default_factory=HttpLimits)
     closers: list[Any] = field(default_factory=list)
 
 
@@ -118,6 +157,14 @@ def read(args: argparse.Namespace) -> OpsConfig:
         raise CliExit(2, "codemode serve: choose --metrics-token-env or --public-metrics")
     if not args.drain_timeout >= 0:
         raise CliExit(2, f"codemode serve: --drain-timeout {args.drain_timeout} is negative")
+    for flag, value in (
+        ("--header-timeout", args.header_timeout),
+        ("--body-timeout", args.body_timeout),
+        ("--max-connections", args.max_connections),
+        ("--max-sessions-per-client", args.max_sessions_per_client),
+    ):
+        if not value > 0:
+            raise CliExit(2, f"codemode serve: {flag} {value} must be positive")
     if args.audit == "-" and not http:
         raise CliExit(
             2, "codemode serve: --audit - would write into the stdio wire; give a file path"
@@ -146,6 +193,12 @@ def read(args: argparse.Namespace) -> OpsConfig:
             else None
         ),
         otel=args.otel,
+        http_limits=HttpLimits(
+            header_timeout_s=args.header_timeout,
+            body_timeout_s=args.body_timeout,
+            max_connections=args.max_connections,
+            max_sessions_per_client=args.max_sessions_per_client,
+        ),
     )
 
 

@@ -26,6 +26,7 @@ from starlette.types import ASGIApp
 from codemodekit import __version__
 from codemodekit.server.bearer import BearerAuth
 from codemodekit.server.http_guard import LoopbackGuard, is_loopback
+from codemodekit.server.http_limits import HttpLimits, SessionCap, guarded_protocol
 from codemodekit.server.tools import register_code_mode_tools, server_instructions
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ def http_app(
     path: str = HTTP_PATH,
     stateless: bool = False,
     ops: Operations | None = None,
+    limits: HttpLimits | None = None,
 ) -> ASGIApp:
     """The server's Streamable HTTP app, behind ``BearerAuth`` when a token is given.
 
@@ -83,6 +85,9 @@ def http_app(
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         stateless_http=stateless,
     )
+    if not stateless:
+        cap = (limits or HttpLimits()).max_sessions_per_client
+        app = SessionCap(app, server, cap)  # behind auth: only callers that got in count
 
     def auth(inner: ASGIApp) -> ASGIApp:
         return BearerAuth(inner, auth_token) if auth_token else inner
@@ -200,6 +205,7 @@ async def serve_http(
     on_ready: Callable[[str], None] | None = None,
     stateless: bool = False,
     ops: Operations | None = None,
+    limits: HttpLimits | None = None,
 ) -> None:
     """Serve Streamable HTTP at ``http://host:port{path}`` until cancelled.
 
@@ -209,8 +215,15 @@ async def serve_http(
     """
     if not is_loopback(host) and not auth_token:
         raise ValueError(f"binding {host} (not loopback) requires a bearer token")
+    limits = limits or HttpLimits()
     app = http_app(
-        server, host=host, auth_token=auth_token, path=path, stateless=stateless, ops=ops
+        server,
+        host=host,
+        auth_token=auth_token,
+        path=path,
+        stateless=stateless,
+        ops=ops,
+        limits=limits,
     )
     sock = _listen(host, port)
     bound = sock.getsockname()[1]
@@ -220,6 +233,7 @@ async def serve_http(
         port=bound,
         log_level="warning",
         lifespan="on",
+        http=guarded_protocol(limits),  # read deadlines and a connection cap
         # Requests in flight were drained (or cancelled) before this: what is left are idle
         # connections and session streams, which must not hold the exit.
         timeout_graceful_shutdown=SHUTDOWN_GRACE_S,  # type: ignore[arg-type]  # a float works
