@@ -419,7 +419,8 @@ class CodeMode:
         observers such as the audit trail, and for fair admission: one caller's runs take
         at most its share of the sandbox workers and of the queue (``[runtime]``
         ``max_runs_per_caller``, ``max_queued_per_caller``), so a caller that floods cannot
-        delay another's runs. Runs without a caller share one anonymous share (ADR 0030).
+        delay another's runs. Runs without a caller have no share of their own: they may use
+        the whole pool (ADR 0030).
 
         ``context`` is the host's trusted per-run context (user identity, tenant, request
         id: any object). The policy sees it as ``ToolCallRequest.context``, local tools as

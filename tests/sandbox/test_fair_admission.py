@@ -208,3 +208,17 @@ async def test_cancel_all_runs_ends_running_and_queued_runs_with_cancelled() -> 
             assert (await cm.run("return 3;")).value == 3  # the capacity came back
     finally:
         box.close()
+
+
+async def test_runs_without_a_caller_may_use_the_whole_pool() -> None:
+    options = RuntimeOptions(max_runs=4, queue_timeout_ms=600_000, warm_workers=2)
+    box = ProcessSandbox(options, shared=False)
+    gates = Gates()
+    try:
+        async with code_mode(box, gates) as cm:
+            runs = [asyncio.ensure_future(cm.run(flood_code("x", "x"))) for _ in range(6)]
+            await until(lambda: len(gates.marks) == 4 and cm.runtime_stats().runs_queued == 2)
+            gates.all.set()
+            assert all(r.ok for r in await asyncio.gather(*runs))
+    finally:
+        box.close()

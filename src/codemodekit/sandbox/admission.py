@@ -13,8 +13,10 @@ and the whole queue, so everybody else's trivial run waits out the queue timeout
   arrival among equals); if that run does not fit the memory budget, nothing jumps ahead
   of it (a big run is never starved by small ones).
 
-A caller is a string the host names (``CodeMode.run(caller=...)``; ``serve`` passes the
-authenticated client, else the MCP session); runs without one share the ``""`` caller.
+A caller is a string the host names (``CodeMode.run(caller=...)``; ``serve`` always passes
+one: the authenticated client, else the MCP session, else the peer). Runs without a caller
+(a library that names none) have no share of their own: they may use the whole pool, and
+are ordered with the others as one caller.
 
 Thread-safe and bound to no event loop: a waiter is woken on its own loop.
 """
@@ -46,6 +48,7 @@ class _Waiter:
 
 @dataclass(slots=True)
 class _Caller:
+    anonymous: bool
     in_flight: int = 0
     waiting: collections.deque[_Waiter] = field(default_factory=collections.deque)
 
@@ -92,7 +95,9 @@ class FairAdmission:
         key = caller or ""
         loop = asyncio.get_running_loop()
         with self._lock:
-            state = self._callers.setdefault(key, _Caller())
+            state = self._callers.get(key)
+            if state is None:
+                state = self._callers[key] = _Caller(anonymous=not key)
             waiter = _Waiter(key, need, next(self._seq), loop, loop.create_future())
             refusal = self._enqueue_locked(state, waiter)
             if refusal is not None:
@@ -134,7 +139,7 @@ class FairAdmission:
             state.waiting.append(waiter)
             self._queued += 1
             return None
-        if len(state.waiting) >= policy.per_caller_queued:
+        if len(state.waiting) >= self._queue_share(state):
             return (
                 f"the server is busy: this client already has {state.in_flight} run(s) in "
                 f"flight and {len(state.waiting)} waiting (its share); retry later"
@@ -148,8 +153,14 @@ class FairAdmission:
         self._queued += 1
         return None
 
+    def _run_share(self, state: _Caller) -> int:
+        return self.policy.slots if state.anonymous else self.policy.per_caller_runs
+
+    def _queue_share(self, state: _Caller) -> int:
+        return self.policy.max_queued if state.anonymous else self.policy.per_caller_queued
+
     def _may_run_now(self, state: _Caller, need: int) -> bool:
-        return state.in_flight < self.policy.per_caller_runs and self._fits(need)
+        return state.in_flight < self._run_share(state) and self._fits(need)
 
     def _fits(self, need: int) -> bool:
         if self._in_flight >= self.policy.slots:
@@ -177,7 +188,7 @@ class FairAdmission:
         while True:
             best: _Caller | None = None
             for state in self._callers.values():
-                if not state.waiting or state.in_flight >= self.policy.per_caller_runs:
+                if not state.waiting or state.in_flight >= self._run_share(state):
                     continue
                 if best is None or (state.in_flight, state.waiting[0].seq) < (
                     best.in_flight,
