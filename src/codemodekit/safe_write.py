@@ -23,6 +23,7 @@ import secrets
 import stat
 from pathlib import Path
 
+from codemodekit.bounded_read import describe_mode
 from codemodekit.errors import CodeModeError
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -50,8 +51,13 @@ def check_target(path: Path, inside: Path | None = None) -> None:
     for candidate in checked:
         if candidate.is_symlink():
             what = "" if candidate == path else f" (a folder on the way to {path})"
+            try:
+                mode = os.stat(candidate).st_mode
+                points = "" if stat.S_ISREG(mode) else f" to {describe_mode(mode)}"
+            except OSError:
+                points = ""
             raise UnsafeTarget(
-                f"{candidate}{what} is a symbolic link; codemode never writes through a link "
+                f"{candidate}{what} is a symbolic link{points}; codemode never writes through a link "
                 "(one committed to a repository could point at any file of yours). "
                 "Remove the link and run the command again."
             )
@@ -60,7 +66,9 @@ def check_target(path: Path, inside: Path | None = None) -> None:
     except FileNotFoundError:
         return
     if not stat.S_ISREG(info.st_mode):
-        raise UnsafeTarget(f"{path} exists and is not a regular file; move it away first")
+        raise UnsafeTarget(
+            f"{path} is {describe_mode(info.st_mode)}, not a regular file; move it away first"
+        )
 
 
 def write_file(
