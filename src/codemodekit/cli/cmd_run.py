@@ -1,7 +1,8 @@
 """``codemode run script.ts``: run a TypeScript file against the configured sources.
 
-Only the sources the script names (``tools.<source>`` / ``tools["<source>"]``, found
-statically by the compiler) are started; any other use of ``tools`` starts them all.
+The script is compiled first: one that does not compile starts no source. Then only the
+sources it names (``tools.<source>`` / ``tools["<source>"]``, found statically by the
+compiler) are started; any other use of ``tools`` starts them all.
 ``console.*`` lines and progress stream to stderr while the run goes; then the result on
 stdout and one timing line on stderr (the same figures are in ``--json``, which prints the
 logs in the document instead).
@@ -14,17 +15,22 @@ import asyncio
 import json
 import sys
 import time
+from dataclasses import replace
 from typing import Any
 
 from codemodekit.cli.common import (
     CliExit,
     add_config_argument,
     load_config,
+    one_shot_text,
     quiet_library_logs,
     read_script,
+    stderr_lines,
     warn_inert_rules,
     warn_unhealthy,
 )
+from codemodekit.errors import ErrorCode
+from codemodekit.providers.base import HealthStatus
 
 
 def register(sub: Any) -> None:
@@ -92,6 +98,19 @@ def sources_to_start(spec: Any, code: str) -> list[str]:
     return [name for name in spec.sources if name in names]
 
 
+def compiles(spec: Any, code: str) -> bool:
+    """Whether ``code`` compiles: a script that does not starts no source at all (its
+    diagnostic then comes from the run itself, in the usual form)."""
+    from codemodekit.compiler.compile import CodeCompiler
+    from codemodekit.errors import CompileFailure
+
+    try:
+        CodeCompiler().compile(code, max_source_bytes=spec.limits.source_bytes)
+    except CompileFailure:
+        return False
+    return True
+
+
 async def _execute(
     spec: Any, code: str, *, quiet: bool, json_output: bool = False
 ) -> tuple[Any, list[str]]:
@@ -99,16 +118,31 @@ async def _execute(
     from codemodekit.run import CodeMode
     from codemodekit.sandbox.quickjs import QuickJsSandbox
 
-    names = sources_to_start(spec, code)
+    names = sources_to_start(spec, code) if compiles(spec, code) else []
     providers = [build_provider(spec.sources[n], limits=spec.limits, root=spec.root) for n in names]
     # One run owns the event loop here, so slices run inline (no thread hand-off).
     sandbox = QuickJsSandbox(offload="inline", prewarm=0)
     async with CodeMode.from_spec(spec, sandbox=sandbox, sources=providers) as cm:
         warn_unhealthy(cm.health)
         warn_inert_rules(spec, cm.catalog, cm.health)
+        down_at_start = {h.source for h in cm.health if h.status != HealthStatus.OK}
         on_progress = None if quiet else _print_progress
         on_log = None if json_output else _print_log
-        return await cm.run(code, on_progress=on_progress, on_log=on_log), names
+        result = await cm.run(code, on_progress=on_progress, on_log=on_log)
+        diagnostic = result.diagnostic
+        if diagnostic is None or diagnostic.code != ErrorCode.SOURCE_UNAVAILABLE:
+            return result, names
+        # A source that died during the run: show why, as at start.
+        for h in cm.health:
+            if h.source == diagnostic.source and h.source not in down_at_start:
+                print(
+                    f"warning: source {h.source!r} stopped during the run",
+                    *stderr_lines(h),
+                    sep="\n",
+                    file=sys.stderr,
+                )
+        shown = replace(diagnostic, message=one_shot_text(diagnostic.message))
+        return replace(result, diagnostic=shown), names
 
 
 def _print_progress(event: Any) -> None:

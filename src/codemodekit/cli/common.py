@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -139,10 +140,29 @@ class _OneLine(logging.Formatter):
             record.exc_info, record.exc_text = saved
 
 
+_BACKGROUND = re.compile(
+    r"; (?:reconnecting in the background|reconnect attempt \d+ failed, retrying)"
+    r"|; the server wrote to stderr \(in the host log, correlation [0-9a-f]+\)"
+)
+
+
+def one_shot_text(message: str) -> str:
+    """A library message as a command that is about to exit shows it: no background
+    reconnect (it would die with the process) and no host log to look in (the command
+    prints the server's stderr itself, ``stderr_lines``)."""
+    return _BACKGROUND.sub("", message)
+
+
 def health_message(health: SourceHealth) -> str:
-    """A source's health message as a command that is about to exit should show it: a
-    background reconnect would die with the process."""
-    return health.message.removesuffix("; reconnecting in the background")
+    return one_shot_text(health.message)
+
+
+def stderr_lines(health: SourceHealth) -> list[str]:
+    """The last lines a dead stdio server wrote to stderr (scrubbed and bounded by the
+    provider), indented under its warning: in the CLI the user is the operator."""
+    if not health.detail:
+        return []
+    return ["  its last stderr lines:", *(f"  | {line}" for line in health.detail.split(" | "))]
 
 
 def warn_inert_rules(
@@ -170,6 +190,8 @@ def warn_unhealthy(health: Iterable[SourceHealth]) -> None:
         if h.status != HealthStatus.OK:
             print(
                 f"warning: source {h.source!r} is {h.status}: {health_message(h)}",
+                *stderr_lines(h),
+                sep="\n",
                 file=sys.stderr,
             )
 

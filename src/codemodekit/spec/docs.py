@@ -60,7 +60,9 @@ Rules that hold for the whole file:
 
 - Unknown keys are errors (with a "did you mean" when a valid key is close).
 - Values are strictly typed: `compute_time_ms = "5000"` is an error, not a number.
-- Relative paths (`document`, `cwd`, `path`) resolve against the folder of the file.
+- Relative paths (`document`, `cwd`, `path`) resolve against the folder of the file. A
+  stdio server starts in that folder too (or in its `cwd`), so `args = ["server.py"]` works
+  whatever folder `codemode` is started from (`codemode serve -c /abs/codemode.toml`).
 - `${VAR}` is expanded **only** in `env`, `headers` and `auth` values, from the host
   environment, when the source connects (never when the file is loaded). A missing variable
   is an error naming the key. `${VAR}` anywhere else is rejected rather than kept literally,

@@ -322,7 +322,8 @@ def _source(
                 command=item.command,
                 args=tuple(item.args),
                 env=_secrets(name, "env", item.env),
-                cwd=None if item.cwd is None else _path(root, item.cwd),
+                # Not the caller's folder: a client may start `serve -c /abs/codemode.toml` anywhere.
+                cwd=root if item.cwd is None else _path(root, item.cwd),
                 timeout_ms=item.timeout_ms,
                 trust_annotations=item.trust_annotations,
                 description=item.description,

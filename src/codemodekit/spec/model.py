@@ -114,7 +114,9 @@ class McpStdioSource:
     args: tuple[str, ...] = ()
     env: Mapping[str, SecretTemplate] = field(default_factory=dict)
     cwd: Path | None = None
-    """Resolved against the spec file's folder."""
+    """Working folder of the server process. ``load_spec`` resolves it against the spec
+    file's folder and defaults it to that folder, so relative ``args`` never depend on where
+    codemode was started; ``None`` (built in code) keeps the caller's folder."""
     timeout_ms: int | None = None
     """Connect and discovery timeout; ``None`` means the library default."""
     trust_annotations: bool = False

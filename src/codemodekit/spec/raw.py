@@ -260,7 +260,10 @@ class RawMcpSource(_Raw):
         min_length=1,
     )
     args: list[PlainStr] = _field(
-        [], "Arguments passed to `command` (stdio only).", 'args = ["stdio"]'
+        [],
+        "Arguments passed to `command` as written (stdio only); a relative path among them "
+        "resolves against the server's working folder (`cwd`, default this file's folder).",
+        'args = ["stdio"]',
     )
     env: dict[EnvName, SecretValue] = _field(
         {},
@@ -270,7 +273,9 @@ class RawMcpSource(_Raw):
     )
     cwd: PlainStr | None = _field(
         None,
-        "Working directory of the server process (stdio only), relative to this file.",
+        "Working directory of the server process (stdio only), relative to this file; "
+        "default: this file's folder. Relative paths in `command` and `args` resolve there, "
+        "whichever folder codemode is started from.",
         'cwd = "tools/github"',
         min_length=1,
     )

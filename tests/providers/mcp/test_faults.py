@@ -24,7 +24,9 @@ async def test_missing_command_is_unavailable_and_health_says_why() -> None:
         assert "command was not found" in str(caught.value)
         health = mcp.health()
         assert health.status == HealthStatus.UNAVAILABLE
-        assert "reconnect" in health.message
+        # Retrying cannot fix a bad path: no background reconnect is promised (issue 20).
+        assert "reconnect" not in health.message
+        assert health.message.endswith("; fix it and restart codemode")
         with pytest.raises(SourceUnavailable):
             await mcp.call_tool("echo", {"text": "x"}, context())
 

@@ -63,6 +63,7 @@ from codemodekit.providers.mcp.content import (
 from codemodekit.providers.mcp.failures import (
     ReconnectPolicy,
     describe_connect_failure,
+    first_leaf,
     is_http_refusal,
 )
 from codemodekit.providers.mcp.stdio import REPLY_TOO_DEEP, REPLY_TOO_LARGE
@@ -83,6 +84,10 @@ logger = logging.getLogger("codemodekit.providers.mcp")
 DEFAULT_CONNECT_TIMEOUT_S = 30.0
 _STDERR_SETTLE_S = 0.5
 """How long to wait for a dead child's last stderr before describing its death."""
+
+
+class _Unfixable(SourceUnavailable):
+    """A start failure that no retry can cure (a missing variable, a command not found)."""
 
 
 @dataclass(eq=False)
@@ -167,6 +172,10 @@ class McpToolProvider:
         self._set(HealthStatus.CONNECTING, f"connecting to {self._target}")
         try:
             conn = await self._connect()
+        except _Unfixable as exc:
+            # Retrying cannot fix a missing variable or a bad path: say what to do instead.
+            self._set(HealthStatus.UNAVAILABLE, f"{exc}; fix it and restart codemode")
+            raise SourceUnavailable(str(exc)) from None
         except SourceUnavailable as exc:
             self._set(HealthStatus.UNAVAILABLE, f"{exc}; reconnecting in the background")
             self._schedule_reconnect()
@@ -271,7 +280,7 @@ class McpToolProvider:
             secrets, masks = resolve_secrets(self._config, self._environ)
             self._redact = Scrubber(masks)
         except SecretUnavailable as exc:
-            raise SourceUnavailable(f"MCP source {self.name!r} is unavailable: {exc}") from None
+            raise _Unfixable(f"MCP source {self.name!r} is unavailable: {exc}") from None
         self._connections += 1
         conn = _Connection(number=self._connections)
         if isinstance(self._config, McpStdioSource):
@@ -326,7 +335,10 @@ class McpToolProvider:
             reason = describe_connect_failure(
                 exc, http_status=conn.http_status, redact=self._redact
             )
-            raise SourceUnavailable(self._failed(conn, reason)) from None
+            unfixable = isinstance(first_leaf(exc), FileNotFoundError | PermissionError)
+            raise (_Unfixable if unfixable else SourceUnavailable)(
+                self._failed(conn, reason)
+            ) from None
 
     async def _own(
         self, conn: _Connection, secrets: dict[str, str], ready: asyncio.Future[None]
@@ -554,6 +566,9 @@ class McpToolProvider:
             attempt += 1
             try:
                 conn = await self._connect()
+            except _Unfixable as exc:
+                self._set(HealthStatus.UNAVAILABLE, f"{exc}; fix it and restart codemode")
+                return
             except SourceUnavailable as exc:
                 self._set(
                     HealthStatus.UNAVAILABLE, f"{exc}; reconnect attempt {attempt} failed, retrying"
