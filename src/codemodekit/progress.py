@@ -33,6 +33,9 @@ class ProgressEvent:
     kind: ProgressKind
     message: str
     tool: str | None = None
+    dropped: int = 0
+    """Events the count or rate bound dropped since the previous delivered one (so a
+    consumer can say that lines are missing, and how many)."""
 
 
 ProgressCallback = Callable[[ProgressEvent], "Awaitable[None] | None"]
@@ -56,6 +59,7 @@ class RunProgress:
         self._refilled = time.monotonic()
         self._sequence = 0
         self._failures = 0
+        self._dropped = 0
         self._pending: asyncio.Queue[ProgressEvent] | None = None
         self._pump: asyncio.Task[None] | None = None
 
@@ -64,11 +68,16 @@ class RunProgress:
             return
         # Keep the last slot for "finished" so a consumer always sees the end.
         if self._sequence >= self._limit - (0 if kind == "finished" else 1):
+            self._dropped += 1
             return
         if kind != "finished" and not self._take_token():
+            self._dropped += 1
             return
         self._sequence += 1
-        event = ProgressEvent(self._execution_id, self._sequence, kind, message, tool)
+        event = ProgressEvent(
+            self._execution_id, self._sequence, kind, message, tool, self._dropped
+        )
+        self._dropped = 0
         if self._pending is not None:
             self._pending.put_nowait(event)
             return

@@ -166,3 +166,25 @@ def test_an_unfixable_start_failure_promises_no_retry(
     assert expected in err
     assert "fix it and restart codemode" in err
     assert "reconnect" not in err and "retrying" not in err
+
+
+def test_progress_lines_the_bound_drops_are_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("CODEMODE_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert main(["init", "."]) == 0
+    calls = 30
+    script = tmp_path / "many.ts"
+    script.write_text(
+        f"for (let i = 0; i < {calls}; i++) await tools.demo.get_cart({{}});\nreturn 1;\n",
+        encoding="utf-8",
+    )
+    code, out, err = run(capsys, str(script))
+    assert (code, out) == (0, "1\n"), err
+    lines = [line for line in err.splitlines() if line.startswith("[progress] ")]
+    notes = [line for line in lines if line.endswith("(progress is bounded in rate and count)")]
+    shown = len(lines) - len(notes)
+    dropped = sum(int(line.split()[2]) for line in notes)
+    assert notes  # 60 events in a burst: the rate bound dropped some, and said so
+    assert shown + dropped == 2 * calls  # one "calling" and one "finished" line per call

@@ -146,6 +146,14 @@ async def _execute(
 
 
 def _print_progress(event: Any) -> None:
+    # Progress is bounded in rate: say how many lines the bound left out, where they were.
+    if event.dropped:
+        many = "s" if event.dropped != 1 else ""
+        print(
+            f"[progress] ... {event.dropped} progress event{many} dropped (progress is bounded in rate and count)",
+            file=sys.stderr,
+            flush=True,
+        )
     # The run's own start and end add nothing: the timing line closes the run.
     if event.kind not in ("started", "finished"):
         print(f"[progress] {event.message}", file=sys.stderr, flush=True)
