@@ -117,16 +117,16 @@ def test_plugin_regeneration_keeps_authored_skill_text(
     plugin = tmp_path / "plugin"
     assert main(["generate", "-c", str(config), "--plugin", str(plugin)]) == 0
     mcp = json.loads((plugin / "mcp.json").read_text())
+    capsys.readouterr()
+    assert main(["install", "json", "-c", str(config), "--print"]) == 0
+    installed = json.loads(capsys.readouterr().out)["mcpServers"]["demo"]
+    # What `codemode install` writes: an absolute command and `-c /abs/codemode.toml`.
     assert mcp == {
         "$schema": "https://agent-plugins.org/schemas/1.0.0/mcp.schema.json",
-        "mcpServers": {
-            "demo": {
-                "type": "stdio",
-                "command": "codemode",
-                "args": ["serve"],  # the config is found from the working directory upward
-            }
-        },
+        "mcpServers": {"demo": installed},
     }
+    assert Path(installed["command"]).is_absolute()
+    assert installed["args"][-3:] == ["serve", "-c", str(config.resolve())]
     skill = plugin / skill_dir("demo") / "SKILL.md"
     skill.write_text(skill.read_text() + "\n## Workflow (authored)\n\nAsk before deleting.\n")
 

@@ -74,8 +74,7 @@ def register(sub: Any) -> None:
         default=None,
         metavar="PATH",
         help="config path that the plugin's mcp.json passes to `codemode serve -c` "
-        "(default: none; `codemode serve` finds the nearest codemode.toml from the agent's "
-        "working directory upward)",
+        "(default: this config's absolute path, as `codemode install` writes it)",
     )
     parser.add_argument(
         "--check", action="store_true", help="write nothing; print drift and exit 1 if any"
@@ -106,12 +105,12 @@ def _plans(args: argparse.Namespace, spec: Spec, catalog: Catalog) -> list[Write
     files = generate(catalog, name=spec.name, scripts=scripts_folder(config.parent, out))
     plans = [plan_write(out, files, manifest=LOCK_FILE, recover=recover)]
     if args.plugin is not None:
-        files = generate_plugin(
-            catalog,
-            name=spec.name,
-            config=args.serve_config,
-            limits=spec.limits,
-        )
+        from codemodekit.cli.cmd_install import server_entry, spec_variables
+
+        # What `codemode install json` writes: works whatever folder the agent starts in.
+        served = Path(args.serve_config) if args.serve_config else config.resolve()
+        server, _ = server_entry("json", served, spec_variables(spec), copy_env=False)
+        files = generate_plugin(catalog, name=spec.name, limits=spec.limits, server=server)
         manifest = f"{skill_dir(spec.name)}/references/{METADATA_FILE}"
         plans.append(
             plan_write(args.plugin, files, manifest=manifest, kind=artifact_kind, recover=recover)

@@ -323,11 +323,14 @@ def generate_plugin(
     config: str | None = None,
     command: str = "codemode",
     limits: Limits | None = None,
+    server: Mapping[str, Any] | None = None,
 ) -> dict[str, str]:
-    """The plugin tree as ``{relative path: text}``. ``config``, when given, is passed
-    verbatim to ``codemode serve -c`` in ``mcp.json``; by default there is no ``-c``, and
-    ``codemode serve`` finds the nearest ``codemode.toml`` from the MCP host's working
-    directory upward, which works from any folder of the project. Use ``artifact_kind`` /
+    """The plugin tree as ``{relative path: text}``. ``server``, when given, is the whole
+    ``mcp.json`` server entry (the CLI passes what ``codemode install`` writes: this
+    installation's ``codemode`` by absolute path, ``serve -c /abs/codemode.toml``, and each
+    ``${VAR}`` the spec reads). Otherwise ``config``, when given, is passed verbatim to
+    ``codemode serve -c``; without it ``codemode serve`` finds the nearest
+    ``codemode.toml`` from the MCP host's working directory upward. Use ``artifact_kind`` /
     ``merge_generated_block`` when writing."""
     skill = skill_dir(name)
     refs = f"{skill}/references"
@@ -350,7 +353,9 @@ def generate_plugin(
         {
             "$schema": MCP_SCHEMA,
             "mcpServers": {
-                slug(name): {
+                slug(name): dict(server)
+                if server is not None
+                else {
                     "type": "stdio",
                     "command": command,
                     "args": ["serve"] if config is None else ["serve", "-c", config],
