@@ -1,8 +1,8 @@
 """`codemode check`: load the spec, report its problems, then connect and report health.
 
-Exit codes: 0 everything usable; 1 a problem found (a malformed spec, a missing file, an
-unavailable source); 2 a usage error (no spec file at the given path). A malformed spec is
-exit 1 here, not 2, because finding it is what `check` is for.
+Exit codes: 0 everything usable; 1 a problem found with a valid spec (a missing file, an
+unavailable source); 2 a spec error or a usage error (no spec file at the given path), as in
+every other command.
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ def register(sub: Any) -> None:
             "and skipped operations."
         ),
         epilog=(
-            "exit status: 0 all good; 1 a problem was found (malformed spec, missing file, "
-            "unavailable source); 2 usage error (no spec file)"
+            "Exit codes: 0 all good, 1 a problem was found (missing file, unavailable "
+            "source), 2 spec or usage error (malformed spec, no spec file)."
         ),
     )
     add_config_argument(parser)

@@ -74,7 +74,8 @@ _ENDING = """\
 ## Errors
 
 `load_spec` raises `SpecError` (a `CodeModeError`) with `file`, `line`, `column`, `key`,
-`message` and every problem found in `issues`; `codemode check` prints it and exits 1:
+`message` and every problem found in `issues`; `codemode check` prints it and exits 2
+(as every command does on a spec error):
 
 ```text
 codemode.toml:6:1: limits.comptue_time_ms: unknown key; did you mean `compute_time_ms`?
