@@ -132,12 +132,14 @@ async def test_the_plugin_mcp_json_works_from_any_folder_of_the_project(
     capsys.readouterr()
     servers = json.loads((project / "plugin" / "mcp.json").read_text(encoding="utf-8"))
     [entry] = servers["mcpServers"].values()
-    assert entry["args"] == ["serve"]  # no path: found from the working directory upward
+    # What `codemode install` writes (issue 20 item 15): an absolute command and config.
+    command, prefix = serve_command()
+    assert entry["command"] == command
+    assert entry["args"] == [*prefix, "serve", "-c", str((project / "codemode.toml").resolve())]
     nested = project / "src" / "deep"
     nested.mkdir(parents=True)
-    command, prefix = serve_command()
     params = StdioServerParameters(
-        command=command, args=[*prefix, *entry["args"]], cwd=str(nested), env={}
+        command=entry["command"], args=entry["args"], cwd=str(nested), env={}
     )
     async with Client(params, read_timeout_seconds=60) as client:
         ran = await client.call_tool("run_typescript", {"code": "return 6 * 7;"})

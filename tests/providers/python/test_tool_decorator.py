@@ -4,6 +4,7 @@ to import (issue 14, item 6)."""
 from __future__ import annotations
 
 import datetime
+import json
 import textwrap
 from pathlib import Path
 from typing import Annotated, Any
@@ -68,7 +69,7 @@ async def test_schema_description_and_keyword_arguments() -> None:
         assert schema["additionalProperties"] is False
         result = await cm.run(
             "const r = await tools.gh.search_issues({ query: 'bug', limit: 2, labels: ['x'] });"
-            "return r.structuredContent;"
+            "return r.structuredContent.result;"
         )
         assert result.ok, result.diagnostic
         assert result.value[1] == {
@@ -89,6 +90,48 @@ async def test_schema_description_and_keyword_arguments() -> None:
         )
         assert made.ok, made.diagnostic
         assert made.value == {"id": "n-3", "at": "2026-05-06T00:00:00Z"}
+
+
+async def test_a_list_return_is_the_typed_wrapped_output_and_no_automatic_title_leaks() -> None:
+    # The README's own example (issue 20 item 13): `-> list[Issue]` was ToolResult<unknown>.
+    async with CodeMode(
+        sources=[local("gh", [search_issues])], policy=allow_all_tool_calls()
+    ) as cm:
+        found = cm.catalog.get("gh", "search_issues")
+        assert found is not None and found.output_schema is not None
+        assert list(found.output_schema["required"]) == ["result"]
+        items = found.output_schema["properties"]["result"]
+        assert items["type"] == "array"
+        declarations = "\n".join(cm.generate().values())
+        shown = json.dumps(cm.search("search_issues", detail="typescript").to_json())
+        result = await cm.run(
+            "const r = await tools.gh.search_issues({ query: 'q', limit: 1 });"
+            "return r.structuredContent.result[0].number;"
+        )
+    assert result.ok and result.value == 0, result.diagnostic
+    for text in (declarations, shown):
+        assert "result: GhIssue[];" in text
+        for automatic in ("/** Query */", "/** Limit */", "/** SearchIssuesInput */", "Issue */"):
+            assert automatic not in text
+
+
+class Note(BaseModel):
+    text: str = Field(title="Body text")
+
+
+def test_an_explicit_title_is_kept() -> None:
+    @tool
+    def keep(note: Note) -> int:
+        """Keep a note."""
+        return len(note.text)
+
+    schema = keep.input_schema
+    assert "title" not in schema
+    [note] = schema["$defs"].values()
+    assert "title" not in note
+    assert note["properties"]["text"]["title"] == "Body text"
+    assert keep.output_schema is not None
+    assert keep.output_schema["properties"]["result"] == {"type": "integer"}
 
 
 def test_a_function_without_docstring_or_hints_is_refused_with_the_fix() -> None:

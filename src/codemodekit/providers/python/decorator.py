@@ -4,7 +4,10 @@ The input schema comes from the parameters' type hints (through a pydantic model
 defaults, ``Annotated[..., Field(description=...)]`` and nested models work), the
 description from the docstring, and the function is called with keyword arguments. A
 return annotation that is an object type becomes the output schema, and the result is
-serialized through it (so a ``datetime`` field becomes a string, as its schema says).
+serialized through it (so a ``datetime`` field becomes a string, as its schema says). Any
+other return type (``list[Issue]``, ``int``, a union) is returned as ``{"result": value}``
+with that object as the output schema, since a structured result is an object (MCP).
+pydantic's automatic titles (the class and field names again) are left out.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any, overload
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 
 from codemodekit.providers.python.local import LocalTool, ToolContext, define_tool
+from codemodekit.providers.python.schemas import type_json_schema
 
 _NO_OUTPUT = (inspect.Signature.empty, Any, None, type(None))
 
@@ -102,12 +106,18 @@ def _from_function(
     returns = hints.get("return", inspect.Signature.empty)
     adapter: TypeAdapter[Any] | None = None
     output_schema: dict[str, Any] | None = None
+    wrapped = False
     if returns not in _NO_OUTPUT:
         adapter = TypeAdapter(returns)
-        schema = adapter.json_schema(mode="serialization")
-        # Only an object can be structuredContent's schema (MCP); other results stay untyped.
+        named = returns.__name__ if isinstance(returns, type) else None
+        schema = type_json_schema(adapter, "serialization", name=named)
         if schema.get("type") == "object" or ("$ref" in schema and "$defs" in schema):
             output_schema = schema
+        else:
+            # structuredContent is an object (MCP): a list, a number or a union is returned
+            # as {"result": value}, the convention MCP servers use for such results.
+            wrapped = True
+            output_schema = _wrap(schema)
     names = list(fields)
     is_async = inspect.iscoroutinefunction(fn)
 
@@ -116,7 +126,10 @@ def _from_function(
         return {key: getattr(args, key) for key in names}
 
     def dump(result: Any) -> Any:
-        return result if adapter is None else adapter.dump_python(result, mode="json")
+        if adapter is None:
+            return result
+        value = adapter.dump_python(result, mode="json")
+        return {"result": value} if wrapped else value
 
     execute: Any
     # Takes a keyword-only ToolContext (which define_tool detects) only when `fn` wants one:
@@ -156,6 +169,22 @@ def _from_function(
         name=name or getattr(fn, "__name__", None),
         blocking=blocking,
     )
+
+
+def _wrap(schema: dict[str, Any]) -> dict[str, Any]:
+    """``{"result": <schema>}`` as an object schema; shared ``$defs`` stay at the root, so
+    the ``$ref``s inside keep resolving."""
+    inner = dict(schema)
+    defs = inner.pop("$defs", None)
+    out: dict[str, Any] = {
+        "type": "object",
+        "properties": {"result": inner},
+        "required": ["result"],
+        "additionalProperties": False,
+    }
+    if defs:
+        out["$defs"] = defs
+    return out
 
 
 __all__ = ["tool"]

@@ -38,6 +38,7 @@ from codemodekit.providers.base import (
 )
 from codemodekit.providers.describe import docstring_line, one_line
 from codemodekit.providers.python.files import unsafe_import, unsafe_roots
+from codemodekit.providers.python.schemas import model_json_schema
 from codemodekit.providers.python.threads import ToolThreads
 from codemodekit.sandbox.base import ToolCallRejected
 
@@ -183,7 +184,7 @@ def define_tool(
     if input_model is not None:
         if not (isinstance(input_model, type) and issubclass(input_model, BaseModel)):
             raise TypeError("define_tool: input_model must be a pydantic BaseModel subclass")
-        schema: Mapping[str, Any] = input_model.model_json_schema()
+        schema: Mapping[str, Any] = model_json_schema(input_model)
     else:
         assert input_schema is not None
         if not isinstance(input_schema, Mapping):
