@@ -13,8 +13,14 @@ from typing import Literal
 log = logging.getLogger("codemodekit")
 
 ProgressKind = Literal[
-    "started", "tool_call_started", "tool_progress", "tool_call_finished", "finished"
+    "started",
+    "source_connecting",
+    "tool_call_started",
+    "tool_progress",
+    "tool_call_finished",
+    "finished",
 ]
+"""``source_connecting``: the run waits for a source it names that is still connecting."""
 
 PROGRESS_BURST = 10
 PROGRESS_PER_SECOND = 10.0

@@ -72,12 +72,13 @@ START_TIMEOUT_S = 60.0
 INLINE_COMPILE_CHARS = 8_192
 """Sources up to this size compile on the event loop; larger ones on a worker thread."""
 
-SERVE_START_GRACE_S = 5.0
-"""How long ``codemode serve`` waits for slow sources. A source still connecting then (a
-server that accepts but never answers, a slow ``npx`` download) stays ``connecting`` in
-``health`` and joins the catalog through ``on_change`` when it comes up, so one slow
-upstream never holds the whole server (and its MCP client's initialize) hostage. One-shot
-uses (the library default, ``codemode run``) wait for every source to settle instead."""
+SERVE_START_GRACE_S = 0.0
+"""How long ``codemode serve`` waits for sources before it answers ``initialize``: not at
+all. A source still connecting (a slow ``npx`` download, a server that accepts but never
+answers) stays ``connecting`` in ``health`` and joins the catalog when it comes up, and a run
+that names it waits for it within its wall limit, so no upstream holds the MCP client's
+``initialize`` hostage. One-shot uses (the library default, ``codemode run``) wait for every
+source to settle instead."""
 
 
 class _Default:
@@ -467,6 +468,12 @@ class CodeMode:
         self._stops.add(stop)
         progress = RunProgress(execution_id, on_progress, self.limits.progress_events)
         progress.emit("started", "run started")
+        deadline = asyncio.get_running_loop().time() + self.limits.wall_time_ms / 1000
+        try:
+            waited = await self._await_joining(code, deadline, progress, cancel)
+        except BaseException:
+            self._stops.discard(stop)
+            raise
         # A run sees one catalog: the revision it started with (a tool that appears
         # mid-run is callable from the next run; one that disappears fails cleanly).
         pinned = self._catalog
@@ -512,6 +519,17 @@ class CodeMode:
                 queue_ms=outcome.queue_ms if outcome is not None else 0.0,
             )
 
+        if waited is not None:
+            progress.emit("finished", "run finished")
+            await progress.close()
+            code_ = ErrorCode.CANCELLED if waited == "" else ErrorCode.WALL_LIMIT
+            message = (
+                "the run was cancelled by its caller"
+                if waited == ""
+                else f"the run took longer than {self.limits.wall_time_ms} ms (wall_time_ms) "
+                f"waiting for {waited} to connect"
+            )
+            return result(False, diagnostic=Diagnostic(code_, message))
         try:
             work: Awaitable[SandboxOutcome]
             source_sandbox = self._source_sandbox
@@ -534,7 +552,7 @@ class CodeMode:
                     compile_ms = (time.perf_counter() - compiling) * 1000
                 work = self._sandbox.run(program, bridge, self.limits)
             try:
-                async with asyncio.timeout(self.limits.wall_time_ms / 1000):
+                async with asyncio.timeout_at(deadline):
                     outcome = await _until_cancelled(work, cancel, stop)
             except TimeoutError:
                 return result(
@@ -606,6 +624,65 @@ class CodeMode:
             stop.reason = reason
             stop.set()
         return len(stops)
+
+    async def _await_joining(
+        self,
+        code: str,
+        deadline: float,
+        progress: RunProgress,
+        cancel: asyncio.Event | None,
+    ) -> str | None:
+        """Wait for the sources ``code`` names that are still connecting (all of them when
+        its use of ``tools`` is not static). ``None`` once they settled (up or failed);
+        else what the run waited for when its wall limit passed (``""``: cancelled)."""
+        if not self._joining:
+            return None
+        named = self._code_compiler().referenced_sources(code)
+        if named is None and not self._compiles(code):
+            return None  # its compile error needs no source
+        waiting = {
+            name: task for name, task in self._joining.items() if named is None or name in named
+        }
+        if not waiting:
+            return None
+        listed = ", ".join(repr(name) for name in waiting)
+        progress.emit("source_connecting", f"waiting for source {listed} to connect")
+        loop = asyncio.get_running_loop()
+        stop = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
+        pending: set[asyncio.Future[Any]] = set(waiting.values())
+        try:
+            while pending and loop.time() < deadline:
+                done, _ = await asyncio.wait(
+                    pending | ({stop} if stop is not None else set()),
+                    timeout=deadline - loop.time(),
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                if not done or stop in done:
+                    break
+                pending -= done
+        finally:
+            if stop is not None:
+                stop.cancel()
+        if cancel is not None and cancel.is_set():
+            return ""
+        late = [name for name, task in waiting.items() if not task.done()]
+        if late:
+            return "source " + ", ".join(repr(name) for name in late)
+        return None
+
+    def _compiles(self, code: str) -> bool:
+        try:
+            self._code_compiler().compile(code, max_source_bytes=self.limits.source_bytes)
+        except CompileFailure:
+            return False
+        return True
+
+    async def wait_for_sources(self) -> None:
+        """Wait until every source still connecting after ``start``'s grace has come up
+        (and joined the catalog) or failed (``health`` says why)."""
+        joining = list(self._joining.values())
+        if joining:
+            await asyncio.wait(joining)
 
     async def _compile(self, code: str) -> CompiledProgram:
         # Small snippets compile in well under a millisecond; a large or adversarial source

@@ -345,13 +345,38 @@ async def test_with_a_start_grace_a_slow_source_joins_the_catalog_later() -> Non
     slow = _SlowStart("slow", dict([tool("ping", const("pong"))]), gate=gate)
     async with CodeMode(sources=[slow], policy=allow_all_tool_calls(), start_grace_s=0.05) as cm:
         assert cm.catalog.get("slow", "ping") is None
-        early = await cm.run("return await tools.slow.ping({});")
-        gate.set()
-        for _ in range(200):
-            if cm.catalog.get("slow", "ping") is not None:
-                break
-            await asyncio.sleep(0.01)
-        late = await cm.run("return (await tools.slow.ping({})).structuredContent;")
-    assert early.diagnostic is not None
-    assert early.diagnostic.code == ErrorCode.SOURCE_UNAVAILABLE
+        # A run that does not name it does not wait for it.
+        other = await cm.run("return 1;")
+        assert cm.catalog.get("slow", "ping") is None
+        seen: list[str] = []
+
+        def on_progress(event: ProgressEvent) -> None:
+            seen.append(event.kind)
+            if event.kind == "source_connecting":
+                gate.set()  # the run is waiting for it: let it come up
+
+        # A run that names it waits for it (issue 20 item 11), within its wall limit.
+        late = await cm.run(
+            "return (await tools.slow.ping({})).structuredContent;", on_progress=on_progress
+        )
+    assert other.value == 1
+    assert late.ok, late.diagnostic
     assert late.value == "pong"
+    assert "source_connecting" in seen
+
+
+async def test_a_run_waiting_for_a_source_ends_at_its_wall_limit() -> None:
+    never = _SlowStart("never", dict([tool("ping", const("pong"))]), gate=asyncio.Event())
+    async with CodeMode(
+        sources=[never],
+        policy=allow_all_tool_calls(),
+        start_grace_s=0,
+        limits=Limits(wall_time_ms=50),
+    ) as cm:
+        result = await cm.run("return await tools.never.ping({});")
+        broken = await cm.run("return (;")  # a compile error waits for nothing
+    assert result.diagnostic is not None
+    assert result.diagnostic.code == ErrorCode.WALL_LIMIT
+    assert "waiting for source 'never' to connect" in result.diagnostic.message
+    assert broken.diagnostic is not None
+    assert broken.diagnostic.code == ErrorCode.COMPILE_ERROR

@@ -184,9 +184,9 @@ def test_serve_banner_counts_serving_of_configured_sources(tmp_path: Path) -> No
     try:
         assert process.stderr is not None and process.stdin is not None
         banner = ""
-        for _ in range(50):  # warnings about the missing source come first
+        for _ in range(50):  # the first banner comes at once, this one once they settled
             line = process.stderr.readline()
-            if not line or line.startswith("codemode serve:"):
+            if not line or line.startswith("codemode serve: sources settled:"):
                 banner = line
                 break
         process.stdin.close()  # end of the stdio stream: the server stops

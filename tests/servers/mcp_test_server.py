@@ -9,6 +9,7 @@ Run it as a script; flags pick the transport and the fault to simulate::
     python tests/servers/mcp_test_server.py --fault hang          # never answers anything
     python tests/servers/mcp_test_server.py --fault invalid-schema
     python tests/servers/mcp_test_server.py --down-file F         # exit at start while F exists
+    python tests/servers/mcp_test_server.py --gate F              # serve only once F exists
 
 Tools: ``echo``, ``add`` (output schema), ``progress``, ``slow`` (writes a marker file when
 cancelled), ``fail`` (``isError``), ``media`` (image, audio, resource link, embedded
@@ -379,6 +380,7 @@ def main() -> None:
         default="none",
     )
     parser.add_argument("--down-file", default="")
+    parser.add_argument("--gate", default="", help="start serving only once this file exists")
     parser.add_argument("--page-size", type=int, default=0)
     parser.add_argument("--profile", choices=["full", "conformance"], default="full")
     parser.add_argument(
@@ -401,6 +403,8 @@ def main() -> None:
         sys.exit(3)
     sys.stderr.write("test server starting\n")
     sys.stderr.flush()
+    while args.gate and not Path(args.gate).exists():
+        time.sleep(0.02)  # a server still connecting, as long as the test wants
     if args.fault == "hang":
         # Read and ignore everything: the client's handshake never gets an answer.
         for _line in sys.stdin:

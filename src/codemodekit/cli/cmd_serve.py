@@ -219,7 +219,7 @@ async def _serve_spec(
     async with CodeMode.from_spec(
         spec, start_grace_s=SERVE_START_GRACE_S, observers=observers
     ) as cm:
-        warn_unhealthy(cm.health)
+        warn_unhealthy(h for h in cm.health if h.status != HealthStatus.CONNECTING)
         warn_inert_rules(spec, cm.catalog, cm.health)
         server = create_server(cm, search=not args.no_search)
         if not args.no_search:
@@ -230,26 +230,59 @@ async def _serve_spec(
             f"codemode serve: {len(cm.catalog.available_tools)} tools from "
             f"{_sources_serving(cm.health)} (revision {cm.catalog.revision})"
         )
-        if wire is not None:
-            print(f"{summary} over stdio\n{contained}", file=sys.stderr, flush=True)
-            await serve_stdio(server, wire)
-            return
+        # Clients get `initialize` at once; sources join the catalog as they come up.
+        settling = asyncio.ensure_future(_report_when_settled(cm, spec))
+        try:
+            await _serve_with(server, cm, args, token, wire, config, serving, summary, contained)
+        finally:
+            settling.cancel()
 
-        def ready(url: str) -> None:
-            print(f"{summary} at {url}\n{contained}", file=sys.stderr, flush=True)
 
-        ops = serve_ops.operations(config, cm)
-        serving.append(ops)
-        await serve_http(
-            server,
-            host=args.host,
-            port=args.port,
-            auth_token=token,
-            on_ready=ready,
-            stateless=config.stateless,
-            ops=ops,
-            limits=config.http_limits,
-        )
+async def _report_when_settled(cm: CodeMode, spec: Any) -> None:
+    if not any(h.status == HealthStatus.CONNECTING for h in cm.health):
+        return
+    await cm.wait_for_sources()
+    print(
+        f"codemode serve: sources settled: {len(cm.catalog.available_tools)} tools from "
+        f"{_sources_serving(cm.health)} (revision {cm.catalog.revision})",
+        file=sys.stderr,
+        flush=True,
+    )
+    warn_unhealthy(cm.health)
+    warn_inert_rules(spec, cm.catalog, cm.health)
+
+
+async def _serve_with(
+    server: Any,
+    cm: CodeMode,
+    args: argparse.Namespace,
+    token: str | None,
+    wire: StdioWire | None,
+    config: serve_ops.OpsConfig,
+    serving: list[Operations],
+    summary: str,
+    contained: str,
+) -> None:
+    if wire is not None:
+        print(f"{summary} over stdio\n{contained}", file=sys.stderr, flush=True)
+        await serve_stdio(server, wire)
+        return
+
+    def ready(url: str) -> None:
+        print(f"{summary} at {url}\n{contained}", file=sys.stderr, flush=True)
+
+    ops = serve_ops.operations(config, cm)
+    serving.append(ops)
+    await serve_http(
+        server,
+        host=args.host,
+        port=args.port,
+        auth_token=token,
+        on_ready=ready,
+        stateless=config.stateless,
+        ops=ops,
+        limits=config.http_limits,
+    )
 
 
 def _sources_serving(health: Sequence[SourceHealth]) -> str:
