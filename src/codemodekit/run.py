@@ -13,6 +13,7 @@ import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -344,13 +345,9 @@ class CodeMode:
             health = provider.health()
             error = self._start_errors.get(name)
             if error and health.status in (HealthStatus.OK, HealthStatus.CONNECTING):
-                health = SourceHealth(
-                    name, health.kind, HealthStatus.UNAVAILABLE, error, detail=health.detail
-                )
+                health = replace(health, status=HealthStatus.UNAVAILABLE, message=error, tools=0)
             elif error and not health.message:
-                health = SourceHealth(
-                    name, health.kind, health.status, error, health.tools, health.detail
-                )
+                health = replace(health, message=error)
             out.append(health)
         return tuple(out)
 
@@ -706,7 +703,8 @@ class CodeMode:
         from codemodekit.search.search import search_catalog
 
         down = {
-            h.source: str(h.status)
+            # A plugin's server is named with its plugin, so the note says whose it is.
+            h.source: str(h.status) + (f" ({h.plugin})" if h.plugin else "")
             for h in self.health
             if h.status not in (HealthStatus.OK, HealthStatus.DEGRADED)
         }

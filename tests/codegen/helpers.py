@@ -31,6 +31,7 @@ def catalog_from_json(document: Mapping[str, Any]) -> Catalog:
                 annotations=t.get("annotations", {}),
                 deprecated=t.get("deprecated", False),
                 default_dialect=t.get("default_dialect"),
+                provenance=t.get("provenance", {}),
             )
             for t in body.get("tools", [])
         )

@@ -57,6 +57,19 @@ def lock_path(config: Path) -> Path:
 
 def reached_by(source: SourceSpec, root: Path | None) -> dict[str, Any]:
     """How a source is reached, portable and secret-free: when it changes, its entry is stale."""
+    if isinstance(source, McpStdioSource | McpHttpSource) and source.plugin is not None:
+        # As written in the plugin (`${PLUGIN_ROOT}` unexpanded): portable, secret-free.
+        plugin = source.plugin
+        where = plugin.root
+        if root is not None:
+            with contextlib.suppress(ValueError):
+                where = Path(os.path.relpath(where, root))
+        return {
+            "kind": "plugin",
+            "plugin": plugin.to_json(),
+            "path": where.as_posix(),
+            "entry": json.loads(plugin.entry),
+        }
     if isinstance(source, McpStdioSource):
         return {"kind": "mcp", "command": source.command, "args": list(source.args)}
     if isinstance(source, McpHttpSource):

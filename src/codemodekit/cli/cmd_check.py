@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import fnmatch
+import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import urlsplit
@@ -130,6 +132,12 @@ def print_summary(spec: Spec, shown_path: str, out: TextIO) -> None:
 
 def describe_source(source: SourceSpec) -> str:
     # Only parts that cannot carry a secret: no args, env, headers, URL query or userinfo.
+    if isinstance(source, McpStdioSource | McpHttpSource) and source.plugin is not None:
+        command = json.loads(source.plugin.entry).get("command")  # as written: portable
+        shown = (
+            f"mcp (stdio): {command}" if command else describe_source(replace(source, plugin=None))
+        )
+        return f"{source.plugin.label}: {shown}"
     if isinstance(source, McpStdioSource):
         extra = f" +{len(source.args)} args" if source.args else ""
         return f"mcp (stdio): {source.command}{extra}"

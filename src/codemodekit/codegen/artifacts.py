@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from codemodekit.catalog.catalog import Catalog, ToolDefinition
 from codemodekit.codegen.declarations import (
     GENERATED_HEADER,
@@ -24,6 +26,23 @@ def source_layouts(catalog: Catalog) -> list[SourceLayout]:
         catalog.sources,
         {s: [t.name for t in catalog.source_tools(s) if t.available] for s in catalog.sources},
     )
+
+
+def plugin_of(tools: tuple[ToolDefinition, ...]) -> dict[str, str | None] | None:
+    """The Agent Plugin a source's tools came from (their provenance says), if any."""
+    for tool in tools:
+        plugin = tool.provenance.get("plugin")
+        if isinstance(plugin, Mapping):
+            return {k: v if isinstance(v, str) else None for k, v in plugin.items()}
+    return None
+
+
+def _from_plugin(tools: tuple[ToolDefinition, ...]) -> str:
+    plugin = plugin_of(tools)
+    if plugin is None:
+        return ""
+    version = f" {plugin['version']}" if plugin.get("version") else ""
+    return f" From Agent Plugin {plugin.get('name')}{version}, server {plugin.get('server')}."
 
 
 def _count(n: int, noun: str) -> str:
@@ -77,7 +96,7 @@ def generate(catalog: Catalog, *, name: str, scripts: str = "..") -> dict[str, s
         if not layout.shards:
             files[layout.file] = render_declarations(
                 tools,
-                header=[f"Source {ts_string(layout.source)}."],
+                header=[f"Source {ts_string(layout.source)}.{_from_plugin(tools)}"],
                 skipped=[s for s in catalog.skipped if s.source == layout.source],
                 cache=cache,
             )

@@ -41,7 +41,16 @@ def lock_document(
                 "input_schema_hash": tool.input_schema_hash,
                 "output_schema_hash": tool.output_schema_hash,
             }
+        plugin = next(
+            (
+                t.provenance["plugin"]
+                for t in catalog.source_tools(source)
+                if isinstance(t.provenance.get("plugin"), Mapping)
+            ),
+            None,
+        )
         sources[source] = {
+            **({"plugin": dict(plugin)} if plugin is not None else {}),
             "file": layout.file,
             "quarantined": quarantined,
             "shards": {path: list(names) for path, names in layout.shards.items()},

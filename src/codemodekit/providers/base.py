@@ -134,15 +134,20 @@ class SourceHealth:
     detail: str = ""
     """Host-only diagnostics (an MCP child's scrubbed stderr tail): for logs and
     ``codemode check``, never shown to the model and not part of ``to_json``."""
+    plugin: str = ""
+    """The Agent Plugin this source is a server of (``plugin NAME VERSION, server S``)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "source": self.source,
             "kind": self.kind,
             "status": str(self.status),
             "message": self.message,
             "tools": self.tools,
         }
+        if self.plugin:
+            out["plugin"] = self.plugin
+        return out
 
 
 ProgressCallback = Callable[[str], None]

@@ -21,6 +21,7 @@ from codemodekit.spec.raw import (
     RawMcpSource,
     RawOpenApiAuth,
     RawOpenApiSource,
+    RawPluginSource,
     RawPolicy,
     RawPolicyRule,
     RawPythonSource,
@@ -164,6 +165,20 @@ def render_spec_reference() -> str:
             '### `type = "python"`',
             RawPythonSource,
             defs["PythonSource"],
+            header="[sources.NAME]",
+        ),
+        _section(
+            '### `type = "plugin"`',
+            RawPluginSource,
+            defs["PluginSource"],
+            "`plugin.json` and `mcp.json` are checked against the Agent Plugins 1.0 schemas "
+            "when the file is loaded. Each server is a managed MCP source that keeps the "
+            "plugin's name, version and server key: `codemode check`, health, search notes, "
+            "the generated declarations and `codemode.lock.json` name them. A stdio server "
+            "starts in the plugin's root (a `cwd` in `mcp.json` may point elsewhere inside "
+            "it, or inside `${PLUGIN_DATA}`, which is `.codemode/plugin-data/<plugin name>/` "
+            "beside this file); its environment also holds `PLUGIN_ROOT` and `PLUGIN_DATA`. "
+            "A plugin made by `codemode generate --plugin` loads this way too.",
             header="[sources.NAME]",
         ),
         _ENDING,

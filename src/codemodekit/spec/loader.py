@@ -35,10 +35,12 @@ from codemodekit.spec.model import (
     SourceSpec,
     Spec,
 )
+from codemodekit.spec.plugin import PluginProblem, plugin_sources
 from codemodekit.spec.positions import KeyPath, Positions, parse_dotted_key, scan_positions
 from codemodekit.spec.raw import (
     RawMcpSource,
     RawOpenApiSource,
+    RawPluginSource,
     RawPythonSource,
     RawSpec,
 )
@@ -85,10 +87,11 @@ def parse_spec(text: str, *, file: str | os.PathLike[str] = "codemode.toml") -> 
         source = SourceText(text, _scan(text))
         issues = [_describe(error, source) for error in drop_shadowed_missing(exc.errors())]
         raise SpecError(file, _ordered(issues)) from None
-    issues = _cross_field_issues(raw, lambda: SourceText(text, _scan(text)))
+    locate = lambda: SourceText(text, _scan(text))  # noqa: E731
+    issues = _cross_field_issues(raw, locate)
     if issues:
         raise SpecError(file, _ordered(issues))
-    return _resolve(raw, Path(os.path.abspath(file)))
+    return _resolve(raw, Path(os.path.abspath(file)), locate, file)
 
 
 def _describe(error: ErrorDetails, source: SourceText) -> SpecIssue:
@@ -290,11 +293,42 @@ def _mcp_issues(
 # --- raw → frozen -----------------------------------------------------------------------
 
 
-def _resolve(raw: RawSpec, file: Path) -> Spec:
+def _resolve(
+    raw: RawSpec,
+    file: Path,
+    locate: Callable[[], SourceText],
+    shown: str | os.PathLike[str],
+) -> Spec:
     root = file.parent
     sources: dict[str, SourceSpec] = {}
+    issues: list[SpecIssue] = []
     for name, item in raw.sources.items():
-        sources[name] = _source(name, item, root)
+        if not isinstance(item, RawPluginSource):
+            sources[name] = _source(name, item, root)
+            continue
+        try:
+            expanded = plugin_sources(
+                name,
+                _path(root, item.path),
+                root,
+                timeout_ms=item.timeout_ms,
+                trust_annotations=item.trust_annotations,
+            )
+        except PluginProblem as exc:
+            issues.append(locate().issue(("sources", name, "path"), str(exc)))
+            continue
+        for source_name, source in expanded.items():
+            if (source_name in raw.sources and source_name != name) or source_name in sources:
+                issues.append(
+                    locate().issue(
+                        ("sources", name, "path"),
+                        f"the plugin's server makes a source {source_name!r}, a name "
+                        "already taken: rename one of the two tables",
+                    )
+                )
+            sources[source_name] = source
+    if issues:
+        raise SpecError(shown, _ordered(issues))
     return Spec(
         path=file,
         version=raw.version,

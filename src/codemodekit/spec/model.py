@@ -108,6 +108,34 @@ class PolicySpec:
 
 
 @dataclass(frozen=True, slots=True)
+class PluginOrigin:
+    """The Agent Plugin an MCP source came from (``type = "plugin"``): kept so the catalog,
+    health, search notes and generated files can name it (ADR 0032)."""
+
+    source: str
+    """The ``[sources.NAME]`` table of the plugin."""
+    name: str
+    """``plugin.json``'s ``name``."""
+    version: str | None
+    root: Path
+    data: Path
+    """What ``${PLUGIN_DATA}`` names (created when the server starts)."""
+    server: str
+    """The server's key in ``mcp.json``'s ``mcpServers``."""
+    entry: str
+    """The entry as written (JSON, without ``env`` and ``headers``): what the lock records."""
+
+    @property
+    def label(self) -> str:
+        """``plugin github-tools 1.2.0, server github``."""
+        version = f" {self.version}" if self.version else ""
+        return f"plugin {self.name}{version}, server {self.server}"
+
+    def to_json(self) -> dict[str, str | None]:
+        return {"name": self.name, "version": self.version, "server": self.server}
+
+
+@dataclass(frozen=True, slots=True)
 class McpStdioSource:
     name: str
     command: str
@@ -124,6 +152,8 @@ class McpStdioSource:
     """Told to the model with the source's name; ``None``: the upstream's own."""
     """``read_only`` policy rules believe this source's ``readOnlyHint`` (opt-in)."""
     kind: Literal["mcp"] = "mcp"
+    plugin: PluginOrigin | None = None
+    """Set when the source is a server of an Agent Plugin (``type = "plugin"``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +167,7 @@ class McpHttpSource:
     description: str | None = None
     """Told to the model with the source's name; ``None``: the upstream's own."""
     kind: Literal["mcp"] = "mcp"
+    plugin: PluginOrigin | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -404,13 +404,36 @@ class RawPythonSource(_Raw):
     trust_annotations: bool = _trust_annotations_field()
 
 
+class RawPluginSource(_Raw):
+    """An installed Agent Plugin: each server of its `mcp.json` becomes an MCP source."""
+
+    type: Literal["plugin"] = _field(..., "Source type.", 'type = "plugin"')
+    path: PlainStr = _field(
+        ...,
+        "The plugin's root folder (holding `plugin.json` and `mcp.json`, Agent Plugins "
+        "1.0), relative to this file. A plugin with one server is the source `NAME`; with "
+        "several, each server `S` is the source `NAME-S`. In `mcp.json`, `${PLUGIN_ROOT}` "
+        "and `${PLUGIN_DATA}` work anywhere, any other `${VAR}` only in `env` and `headers`.",
+        'path = "plugins/github-tools"',
+        min_length=1,
+    )
+    timeout_ms: PositiveInt | None = _field(
+        None,
+        "Connect and tool-discovery timeout of each server, in milliseconds.",
+        "timeout_ms = 10000",
+    )
+    trust_annotations: bool = _trust_annotations_field()
+
+
 RawSource = Annotated[
-    RawMcpSource | RawOpenApiSource | RawPythonSource, Field(discriminator="type")
+    RawMcpSource | RawOpenApiSource | RawPythonSource | RawPluginSource,
+    Field(discriminator="type"),
 ]
 SOURCE_MODELS: dict[str, type[_Raw]] = {
     "mcp": RawMcpSource,
     "openapi": RawOpenApiSource,
     "python": RawPythonSource,
+    "plugin": RawPluginSource,
 }
 
 

@@ -247,6 +247,7 @@ class McpToolProvider:
             message=self._message,
             tools=tools,
             detail=self._stderr if self._status is not HealthStatus.OK else "",
+            plugin=self._config.plugin.label if self._config.plugin is not None else "",
         )
 
     async def aclose(self) -> None:
@@ -452,6 +453,8 @@ class McpToolProvider:
         server = client.server_info
         if server is not None:
             provenance["server"] = {"name": server.name, "version": server.version}
+        if self._config.plugin is not None:
+            provenance["plugin"] = self._config.plugin.to_json()
         tap.set_aside.clear()
         discovery = await list_all_tools(
             client, protocol_version=protocol_version, provenance=provenance, tap=tap

@@ -296,10 +296,15 @@ async def _stdio(
     on_large: Callable[[int | None], None],
     tap: ListingTap,
 ) -> AsyncIterator[TransportStreams]:
+    extra: dict[str, str] = {}
+    if config.plugin is not None:
+        # What an Agent Plugins host gives its servers; the data folder exists once used.
+        config.plugin.data.mkdir(parents=True, exist_ok=True)
+        extra = {"PLUGIN_ROOT": str(config.plugin.root), "PLUGIN_DATA": str(config.plugin.data)}
     params = StdioServerParameters(
         command=config.command,
         args=list(config.args),
-        env=dict(env),
+        env={**extra, **env},
         cwd=config.cwd,
         encoding_error_handler="replace",
     )
