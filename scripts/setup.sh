@@ -9,8 +9,11 @@ cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
 VENV="${CODEMODE_VENV:-.venv}"
 target=".[dev]"
+compile=()
 if [ "${1:-}" = "--package-only" ]; then
   target="."
+  # Bytecode is written on first import instead: the demo imports a fraction of the files.
+  compile=(--no-compile)
 fi
 if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
@@ -18,7 +21,7 @@ fi
 if [ "$target" != "." ]; then
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
 fi
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$target"
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${compile[@]}" -e "$target"
 # Sandbox worker processes load seccomp filters through the system libseccomp (pyseccomp,
 # installed above, binds it); without it process mode refuses to start (ADR 0028).
 if [ "$(uname -s)" = Linux ] && ! "$VENV/bin/python" -c "import ctypes.util, sys; sys.exit(ctypes.util.find_library('seccomp') is None)"; then

@@ -47,7 +47,7 @@ def test_setup_installs_the_development_extras_by_default(tmp_path: Path) -> Non
 
 def test_package_only_installs_the_package_and_nothing_else(tmp_path: Path) -> None:
     calls = installs(tmp_path, "--package-only")
-    assert calls == ["-m pip install --quiet --disable-pip-version-check -e ."]
+    assert calls == ["-m pip install --quiet --disable-pip-version-check --no-compile -e ."]
 
 
 def test_the_demo_installs_the_package_only_and_the_tests_their_extras() -> None:
