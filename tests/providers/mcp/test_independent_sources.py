@@ -101,16 +101,6 @@ def _late_spec(folder: Path, extra: str = "") -> Path:
     return spec
 
 
-async def _until(predicate: object, what: str) -> None:
-    import asyncio
-
-    for _ in range(1500):
-        if callable(predicate) and predicate():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"{what} did not happen")
-
-
 async def test_a_slow_source_does_not_hold_start_and_joins_the_catalog_later(
     tmp_path: Path,
 ) -> None:
