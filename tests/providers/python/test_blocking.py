@@ -94,7 +94,7 @@ async def test_the_decorator_takes_blocking_too(mode: str) -> None:
         result = await cm.run(
             "const q = await tools.app.quick_sum({ a: 1, b: 2 });\n"
             "const s = await tools.app.slow_sum({ a: 3, b: 4 });\n"
-            "return [q.structuredContent, s.structuredContent];"
+            "return [q.structuredContent.result, s.structuredContent.result];"
         )
     assert result.value == [3, 7], result.diagnostic
 
