@@ -89,12 +89,7 @@ class Operations:
         """Stop taking requests and wait for those in flight; ``False`` if the deadline hit."""
         self.draining = True
         self.stop_listening()
-        try:
-            async with asyncio.timeout(timeout_s):
-                await self._idle.wait()
-        except TimeoutError:
-            return False
-        return True
+        return await self.wait_idle(timeout_s)
 
     async def wait_idle(self, timeout_s: float) -> bool:
         """Wait until no request is in flight; ``False`` if ``timeout_s`` passed first."""

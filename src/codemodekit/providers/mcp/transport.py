@@ -20,7 +20,7 @@ import re
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from types import TracebackType
-from typing import Any, TextIO
+from typing import Any, Self, TextIO
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
@@ -191,22 +191,20 @@ class ListingTap:
             self.last_result = message.result
 
 
-class _TappedWriteStream:
-    def __init__(self, inner: WriteStream[Any], tap: ListingTap) -> None:
+class _StreamWrapper:
+    """Delegates to the SDK's stream: closing, the context protocol and any attribute the
+    dispatcher duck-types for (``last_context``); subclasses watch what passes."""
+
+    def __init__(self, inner: Any) -> None:
         self._inner = inner
-        self._tap = tap
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    async def send(self, item: Any) -> None:
-        self._tap.sent(item)
-        await self._inner.send(item)
-
     async def aclose(self) -> None:
         await self._inner.aclose()
 
-    async def __aenter__(self) -> _TappedWriteStream:
+    async def __aenter__(self) -> Self:
         await self._inner.__aenter__()
         return self
 
@@ -216,20 +214,27 @@ class _TappedWriteStream:
         exc_val: BaseException | None,
         exc_tb: TracebackType | None,
     ) -> bool | None:
-        return await self._inner.__aexit__(exc_type, exc_val, exc_tb)
+        suppressed: bool | None = await self._inner.__aexit__(exc_type, exc_val, exc_tb)
+        return suppressed
 
 
-class _WatchedReadStream:
+class _TappedWriteStream(_StreamWrapper):
+    def __init__(self, inner: WriteStream[Any], tap: ListingTap) -> None:
+        super().__init__(inner)
+        self._tap = tap
+
+    async def send(self, item: Any) -> None:
+        self._tap.sent(item)
+        await self._inner.send(item)
+
+
+class _WatchedReadStream(_StreamWrapper):
     """A read stream that reports when the server's side ends."""
 
     def __init__(self, inner: ReadStream[Any], on_end: Callable[[], None], tap: ListingTap) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._on_end = on_end
         self._tap = tap
-
-    def __getattr__(self, name: str) -> Any:
-        # ``last_context`` and anything else the dispatcher duck-types for.
-        return getattr(self._inner, name)
 
     async def receive(self) -> Any:
         try:
@@ -240,9 +245,6 @@ class _WatchedReadStream:
             raise
         self._tap.received(item)
         return item
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
     def __aiter__(self) -> _WatchedReadStream:
         return self
@@ -259,18 +261,6 @@ class _WatchedReadStream:
             if not _is_cancel(exc):
                 self._on_end()
             raise
-
-    async def __aenter__(self) -> _WatchedReadStream:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> bool | None:
-        return await self._inner.__aexit__(exc_type, exc_val, exc_tb)
 
 
 def _is_cancel(exc: BaseException) -> bool:
