@@ -51,6 +51,7 @@ def _tools(
     gate: asyncio.Event | None = None,
     started: asyncio.Event | None = None,
     echoed: asyncio.Event | None = None,
+    burning: threading.Event | None = None,
 ) -> Any:
     async def echo(args: dict[str, Any]) -> dict[str, Any]:
         if echoed is not None:
@@ -67,6 +68,8 @@ def _tools(
     def burn(args: dict[str, Any]) -> dict[str, Any]:
         # CPU in the server's process (a sync tool runs on a thread of the host).
         deadline = time.process_time() + float(args["seconds"])
+        if burning is not None:
+            burning.set()
         n = 0
         while time.process_time() < deadline:
             n += 1
@@ -210,6 +213,10 @@ async def test_a_crashed_worker_fails_only_its_own_run(sandbox: ProcessSandbox, 
         else:
             await echoed.wait()
         (pid,) = set(sandbox.busy_pids()) - pids_before
+        if when == "running-javascript":
+            # Past its tool call, the worker's only CPU use is the endless loop.
+            ticks = _cpu_ticks(pid)
+            await _until(lambda: _cpu_ticks(pid) >= ticks + 5)
         restarts = sandbox.stats().worker_restarts
         os.kill(pid, signal.SIGSEGV)
         gate.set()
@@ -326,12 +333,12 @@ async def test_compute_time_is_the_runs_own_under_a_cpu_burning_host_tool(
     # About 0.1-0.3 s of JavaScript on its own, under a 1.5 s budget, while a host tool burns
     # 3 s of CPU in the server's process. Charged by process CPU, this run would fail.
     loop_code = "let x = 0; for (let i = 0; i < 3e6; i++) { x = (x + i * 7) % 1000003; } return x;"
-    async with _code_mode(sandbox, compute_time_ms=1500) as cm:
+    burning = threading.Event()
+    async with _code_mode(sandbox, _tools(burning=burning), compute_time_ms=1500) as cm:
         burner = asyncio.ensure_future(
             cm.run("return (await tools.app.burn({seconds: 3})).structuredContent.n > 0;")
         )
-        await _until(lambda: cm.runtime_stats().runs_in_flight == 1)
-        await asyncio.sleep(0.05)
+        await _until(burning.is_set)
         results = [await cm.run(loop_code) for _ in range(3)]
         assert (await burner).value is True
     for result in results:
@@ -552,6 +559,13 @@ def test_the_server_process_survives_and_leaves_no_worker_behind(tmp_path: Any) 
         server.kill()
 
 
+def _cpu_ticks(pid: int) -> int:
+    """User and system CPU time of a process, in clock ticks (from /proc)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as stat:
@@ -567,6 +581,3 @@ def test_runtime_options_refuse_bad_values() -> None:
         RuntimeOptions(queue_timeout_ms=0)
     with pytest.raises(TypeError, match="max_runs"):
         RuntimeOptions(max_runs=1.5)  # type: ignore[arg-type]
-
-
-_ = threading  # the burner tool runs on the host's worker threads

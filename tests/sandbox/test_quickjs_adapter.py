@@ -11,11 +11,11 @@ import quickjs
 
 from codemodekit.errors import ErrorCode
 from codemodekit.limits import Limits
-from codemodekit.sandbox import _warm
+from codemodekit.sandbox import _engine, _warm, _watchdog
 from codemodekit.sandbox._workers import JsWorkers
 from codemodekit.sandbox.base import CompiledProgram
 from codemodekit.sandbox.quickjs import QuickJsSandbox
-from tests.conformance.sandbox.harness import HostDouble, compile_code, run
+from tests.conformance.sandbox.harness import HostDouble, code_of, compile_code, run
 
 
 class ContextTracker:
@@ -212,9 +212,59 @@ async def test_tiny_limits_fail_cleanly() -> None:
     assert (await run(sandbox, "return 'fine'")).value == "fine"
 
 
-async def test_prelude_time_is_not_user_compute() -> None:
-    outcome = await run(QuickJsSandbox(), "return 1", compute_time_ms=1)
-    assert outcome.ok and outcome.value == 1
+class HostClock:
+    """The in-process compute clock, moved only by the test: a busy machine cannot spend
+    a budget measured on it (on the real clock, wall time in this process, it can)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _charged_clock(monkeypatch: pytest.MonkeyPatch, charges: dict[str, float]) -> list[str]:
+    """Each new context costs an hour of the clock to prepare, and each port command in
+    ``charges`` that many seconds; returns the commands seen, in order."""
+    clock = HostClock()
+    monkeypatch.setattr(_watchdog.WATCHDOG, "clock", clock)
+    real_prepare = _engine.prepare_context
+    seen: list[str] = []
+
+    def prepare(prelude: str) -> tuple[Any, Any]:
+        ctx, real_port = real_prepare(prelude)
+        clock.now += 3600.0
+        seen.append("prepare")
+
+        def port(command: str, *args: Any) -> Any:
+            seen.append(command)
+            clock.now += charges.get(command, 0.0)
+            return real_port(command, *args)
+
+        return ctx, port
+
+    monkeypatch.setattr(_engine, "prepare_context", prepare)
+    return seen
+
+
+async def test_prelude_time_is_not_user_compute(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Preparing the context takes an hour and the prelude's `init` 1.5 s (within the
+    # prelude's own budget); the user's code takes no time: a 1 s budget is enough.
+    seen = _charged_clock(monkeypatch, {"init": 1.5})
+    outcome = await run(QuickJsSandbox(prewarm=0), "return 1", compute_time_ms=1000)
+    assert outcome.ok and outcome.value == 1, outcome.diagnostic
+    assert seen[:3] == ["prepare", "init", "start"]
+    assert outcome.compute_ms == 0
+
+
+async def test_the_same_time_in_the_users_slice_is_the_compute_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The control of the test above: 1.5 s of the same clock in the user's own slice.
+    seen = _charged_clock(monkeypatch, {"start": 1.5})
+    outcome = await run(QuickJsSandbox(prewarm=0), "return 1", compute_time_ms=1000)
+    assert code_of(outcome) is ErrorCode.COMPUTE_LIMIT, outcome.diagnostic
+    assert seen[:3] == ["prepare", "init", "start"]
 
 
 async def test_prepared_contexts_are_used_once_and_can_be_dropped(

@@ -4,34 +4,92 @@ that has already ended."""
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any, TypeVar
 
 import pytest
 
 from codemodekit.errors import ErrorCode
 from codemodekit.sandbox import _engine, _watchdog
+from codemodekit.sandbox import quickjs as quickjs_adapter
+from codemodekit.sandbox._engine import Engine
 from codemodekit.sandbox._workers import JsWorkers
 from codemodekit.sandbox.quickjs import QuickJsSandbox
 from tests.conformance.sandbox.harness import code_of, run
 
+T = TypeVar("T")
+
 SLOW_LOOP = "const x = 3n ** 600000n, y = 7n ** 150000n; let z;\nfor (;;) z = x % y"
+
+
+class CountingWorkers(JsWorkers):
+    """One worker thread that counts the slices it has begun."""
+
+    def __init__(self) -> None:
+        super().__init__(1, name="test-redteam")
+        self.begun = 0
+
+    def submit(self, fn: Callable[[], T]) -> Future[T]:
+        def counted() -> T:
+            self.begun += 1
+            return fn()
+
+        return super().submit(counted)
 
 
 @pytest.fixture
 def one_worker() -> object:
-    pool = JsWorkers(1, name="test-redteam")
+    pool = CountingWorkers()
     yield pool
     pool.shutdown()
 
 
-async def test_a_cancelled_run_gives_its_worker_back(one_worker: JsWorkers) -> None:
+async def _until(predicate: Callable[[], bool]) -> None:
+    """Wait for a state (a hang guard, not a timing assertion)."""
+    async with asyncio.timeout(60):
+        while not predicate():
+            await asyncio.sleep(0.005)
+
+
+async def test_a_cancelled_run_gives_its_worker_back(one_worker: CountingWorkers) -> None:
     sandbox = QuickJsSandbox(workers=one_worker, prewarm=0)
-    # A long budget: only the cancellation can end this run early.
-    stuck = asyncio.create_task(run(sandbox, SLOW_LOOP, compute_time_ms=600_000))
-    await asyncio.sleep(0.3)  # let the slice start on the only worker
+    # A long budget: only the cancellation can end this run early. The tool call makes the
+    # endless loop a slice of its own: the second one this run begins on the only worker.
+    code = "await tools.t.echo({});\n" + SLOW_LOOP
+    stuck = asyncio.create_task(run(sandbox, code, compute_time_ms=600_000))
+    await _until(lambda: one_worker.begun == 2)
     stuck.cancel()
     with pytest.raises(asyncio.CancelledError):
         await stuck
     # The next run needs the same worker; a guard, not a timing assertion.
+    outcome = await asyncio.wait_for(run(sandbox, "return 1"), 60)
+    assert outcome.ok and outcome.value == 1
+
+
+async def test_a_run_cancelled_while_its_context_is_built_never_starts(
+    one_worker: CountingWorkers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The cancellation lands while the worker builds the run's context: no engine exists yet
+    # to interrupt, so the endless loop must not start once the context is there.
+    building, proceed = threading.Event(), threading.Event()
+    real_engine = quickjs_adapter.Engine
+
+    def held_engine(*args: Any, **kwargs: Any) -> Engine:
+        building.set()
+        proceed.wait(60)
+        return real_engine(*args, **kwargs)
+
+    monkeypatch.setattr(quickjs_adapter, "Engine", held_engine)
+    sandbox = QuickJsSandbox(workers=one_worker, prewarm=0)
+    stuck = asyncio.create_task(run(sandbox, SLOW_LOOP, compute_time_ms=600_000))
+    await _until(building.is_set)
+    stuck.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await stuck  # the run asked its session to close
+    proceed.set()
+    monkeypatch.undo()
     outcome = await asyncio.wait_for(run(sandbox, "return 1"), 60)
     assert outcome.ok and outcome.value == 1
 

@@ -164,6 +164,9 @@ class _InProcessChannel:
                 prepared=self._sandbox._warm.take(),
                 stream_logs=self._stream_logs,
             )
+            if session.close_requested:
+                # Closed while the context was built: there was no engine to interrupt then.
+                return Step(done=True)
             return session.engine.start(self._program)
 
         return await self._sandbox._op(session, start)
