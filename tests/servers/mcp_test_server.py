@@ -118,8 +118,11 @@ def build(args: argparse.Namespace) -> TestServer:
         return f"done after {steps} steps"
 
     @server.tool()
-    async def slow(seconds: float, marker: str = "") -> str:
-        """Sleep; when cancelled upstream, write 'cancelled' to ``marker``."""
+    async def slow(seconds: float, marker: str = "", started: str = "") -> str:
+        """Sleep; write 'started' to ``started`` first; when cancelled upstream, write
+        'cancelled' to ``marker``."""
+        if started:
+            Path(started).write_text("started")
         try:
             await asyncio.sleep(seconds)
         except asyncio.CancelledError:

@@ -143,9 +143,11 @@ async def test_cancellation_reaches_in_flight_calls(sandbox: CodeSandbox) -> Non
 
 
 async def test_cancellation_while_javascript_runs(sandbox: CodeSandbox) -> None:
+    host = HostDouble()
     program = compile_code("await tools.t.echo({}); for (;;) {}")
-    task = asyncio.ensure_future(sandbox.run(program, HostDouble(), Limits(compute_time_ms=300)))
-    await asyncio.sleep(0.05)
+    task = asyncio.ensure_future(sandbox.run(program, host, Limits(compute_time_ms=300)))
+    while not host.calls:  # past its tool call, the run's next slice is the endless loop
+        await asyncio.sleep(0.001)
     task.cancel()
     try:
         outcome = await task

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from codemodekit import CodeMode, ErrorCode, Limits, allow_all_tool_calls
@@ -134,10 +135,14 @@ async def test_tools_added_upstream_appear_in_the_catalog() -> None:
         assert called.value == "sprouted"
 
 
-async def test_server_killed_mid_call_fails_that_call_only_and_comes_back() -> None:
+async def test_server_killed_mid_call_fails_that_call_only_and_comes_back(
+    tmp_path: Path,
+) -> None:
     import asyncio
     import os
     import signal
+
+    started = tmp_path / "started"
 
     async with CodeMode(
         sources=[mcp(stdio_source("victim")), mcp(stdio_source("sibling"))],
@@ -147,10 +152,11 @@ async def test_server_killed_mid_call_fails_that_call_only_and_comes_back() -> N
         run = asyncio.ensure_future(
             cm.run(
                 "const s = await tools.sibling.echo({ text: 'ok' });\n"
-                "try { await tools.victim.slow({ seconds: 60 }); } catch (e) { return [e.code, s.content[0].text]; }"
+                f"try {{ await tools.victim.slow({{ seconds: 60, started: {json.dumps(str(started))} }}); }}"
+                " catch (e) { return [e.code, s.content[0].text]; }"
             )
         )
-        await asyncio.sleep(0.5)
+        await eventually(started.exists, "the victim received the call")
         os.kill(pid, signal.SIGKILL)
         result = await run
         assert result.value == ["SOURCE_UNAVAILABLE", "ok"]

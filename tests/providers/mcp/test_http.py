@@ -145,17 +145,20 @@ async def test_result_over_the_limit_over_http() -> None:
             assert small.content[0]["text"] == "x" * 10
 
 
-async def test_http_server_killed_mid_call() -> None:
+async def test_http_server_killed_mid_call(tmp_path: Path) -> None:
     import asyncio
 
     changes = Changes()
+    started = tmp_path / "started"
     with http_server() as server:
         async with provider(http_source("web", f"http://127.0.0.1:{server.port}/mcp")) as mcp:
             await mcp.start(changes)
             call = asyncio.ensure_future(
-                mcp.call_tool("slow", {"seconds": 60}, context(timeout_s=60))
+                mcp.call_tool(
+                    "slow", {"seconds": 60, "started": str(started)}, context(timeout_s=60)
+                )
             )
-            await asyncio.sleep(0.5)
+            await eventually(started.exists, "the server received the call")
             server.kill()
             with pytest.raises(SourceUnavailable) as caught:
                 await call

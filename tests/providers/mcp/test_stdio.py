@@ -145,13 +145,12 @@ async def test_timeout_cancels_the_upstream_call(
 
 
 async def test_cancelling_the_caller_cancels_the_upstream_call(tmp_path: Path) -> None:
-    marker = tmp_path / "cancelled"
+    marker, started = tmp_path / "cancelled", tmp_path / "started"
     async with provider(stdio_source()) as mcp:
         await mcp.start(Changes())
-        task = asyncio.ensure_future(
-            mcp.call_tool("slow", {"seconds": 60, "marker": str(marker)}, context())
-        )
-        await asyncio.sleep(0.3)
+        arguments = {"seconds": 60, "marker": str(marker), "started": str(started)}
+        task = asyncio.ensure_future(mcp.call_tool("slow", arguments, context()))
+        await eventually(started.exists, "the upstream received the call")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
