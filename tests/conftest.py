@@ -1,26 +1,39 @@
-"""Shared fixtures: the JavaScript tools the tests run against, installed by .ci/run."""
+"""Shared fixtures: the JavaScript tools the tests run against, installed by .ci/run, and
+the rule for a required component that is missing (docs/testing.md lists every skip)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
 TESTS = Path(__file__).parent
 NODE_MODULES = TESTS / "js" / "node_modules"
+ON_CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+"""CI sets ``CI=true``: there every required component must be present."""
+
+
+def missing(component: str, fix: str) -> NoReturn:
+    """A required component is absent: on CI the test fails with one clear line; on a
+    developer's machine it skips, and the skip shows in the summary (``-ra`` in addopts)."""
+    if ON_CI:
+        pytest.fail(f"required on CI: {component} is missing: {fix}", pytrace=False)
+    pytest.skip(f"{component} is missing: {fix}")
 
 
 def node_tool(name: str) -> Path:
     """Path of an npm-installed executable (``tsc``, ``mcp-server-everything``...).
 
-    Skips the test with the install command when npm or the package is missing.
+    Missing node, npm or the package: see ``missing``.
     """
     if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.skip("node/npm are not installed: these tests need them")
+        missing("node/npm", "install Node.js 20 and npm")
     path = NODE_MODULES / ".bin" / name
     if not path.exists():
-        pytest.skip(f"{name} is missing: run `npm install --prefix tests/js` (done by .ci/run)")
+        missing(name, "run `npm install --prefix tests/js` (done by .ci/run)")
     return path
 
 
@@ -28,8 +41,19 @@ def node_package(name: str) -> Path:
     """Folder of an npm package used as a corpus (``@readme/oas-examples``...)."""
     path = NODE_MODULES / name
     if not path.exists():
-        pytest.skip(f"{name} is missing: run `npm install --prefix tests/js` (done by .ci/run)")
+        missing(name, "run `npm install --prefix tests/js` (done by .ci/run)")
     return path
+
+
+JSON_SCHEMA_SUITE = TESTS.parent / ".cache" / "corpora" / "JSON-Schema-Test-Suite"
+FETCH_SUITE = "run `python tests/corpora/fetch_jsonschema_suite.py` (done by .ci/run)"
+
+
+def jsonschema_suite() -> Path:
+    """The official JSON-Schema-Test-Suite, fetched into ``.cache/corpora``."""
+    if not (JSON_SCHEMA_SUITE / ".complete").exists():
+        missing("the JSON-Schema-Test-Suite", FETCH_SUITE)
+    return JSON_SCHEMA_SUITE
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

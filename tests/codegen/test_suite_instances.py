@@ -26,9 +26,9 @@ import pytest
 from codemodekit.schema import DRAFT7, DRAFT202012, SchemaUnsupported, normalize_schema
 from codemodekit.schema.typescript import SchemaDeclarations, TypeNames, ts_string
 from tests.codegen.helpers import typecheck
+from tests.conftest import JSON_SCHEMA_SUITE, jsonschema_suite
 
-SUITE = Path(__file__).resolve().parents[2] / ".cache" / "corpora" / "JSON-Schema-Test-Suite"
-FETCH = "run `python tests/corpora/fetch_jsonschema_suite.py` (done by .ci/run)"
+SUITE = JSON_SCHEMA_SUITE
 DIALECTS = {"draft2020-12": DRAFT202012, "draft7": DRAFT7}
 # Files whose schemas only use remote documents or custom meta-schemas.
 _REMOTE = {"refRemote", "vocabulary"}
@@ -138,8 +138,7 @@ def _program(dialect: str, case: dict[str, Any]) -> tuple[str, list[tuple[int, A
 
 
 def test_every_schema_valid_instance_is_assignable(tmp_path: Path) -> None:
-    if not (SUITE / ".complete").exists():
-        pytest.skip(f"JSON-Schema-Test-Suite missing: {FETCH}")
+    jsonschema_suite()
     programs: dict[Path, tuple[str, list[tuple[int, Any]]]] = {}
     for case_id, dialect, case in _cases():
         built = _program(dialect, case)

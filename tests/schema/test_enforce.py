@@ -17,11 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.codegen.test_corpus import _discover, _schema_files
-from tests.conftest import node_package
+from tests.conftest import jsonschema_suite, node_package
 
 from codemodekit.catalog.catalog import Catalog
 from codemodekit.providers.base import Discovery, ToolSpec
@@ -37,8 +36,6 @@ from codemodekit.schema import (
 from codemodekit.schema.enforce import surely_compiles
 from codemodekit.schema.normalize import PreparedSchema, prepare_schema
 
-SUITE = Path(__file__).resolve().parents[2] / ".cache" / "corpora" / "JSON-Schema-Test-Suite"
-FETCH = "run `python tests/corpora/fetch_jsonschema_suite.py` (done by .ci/run)"
 FOLDERS = {
     "draft2020-12": DRAFT202012,
     "draft2019-09": DRAFT201909,
@@ -51,13 +48,12 @@ FIXTURE_TOOLS = Path(__file__).resolve().parents[1] / "fixtures" / "search" / "t
 
 def _suite_schemas() -> list[tuple[str, Any, str]]:
     """(case id, schema, dialect) of every case, optional folders included."""
-    if not (SUITE / ".complete").exists():
-        pytest.skip(f"suite missing: {FETCH}")
+    suite = jsonschema_suite()
     found = []
     for folder, dialect in FOLDERS.items():
-        for path in sorted((SUITE / "tests" / folder).rglob("*.json")):
+        for path in sorted((suite / "tests" / folder).rglob("*.json")):
             for index, case in enumerate(json.loads(path.read_text(encoding="utf-8"))):
-                found.append((f"{path.relative_to(SUITE)}#{index}", case["schema"], dialect))
+                found.append((f"{path.relative_to(suite)}#{index}", case["schema"], dialect))
     return found
 
 

@@ -16,17 +16,22 @@ from typing import Any
 
 import mcp_types as types
 import pytest
+from tests.conftest import missing
 from tests.server.cluster import Cluster, haproxy
 from tests.server.test_serve import CONFIG, _authorized
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        haproxy() is None,
-        reason="haproxy is not installed (scripts/test.sh installs it with apt-get when run "
-        "as root; elsewhere: apt-get install haproxy)",
-    ),
-]
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def _haproxy_is_required() -> None:
+    if haproxy() is None:
+        missing(
+            "haproxy",
+            "scripts/test.sh installs it with apt-get when run as root; "
+            "elsewhere: apt-get install haproxy",
+        )
+
 
 TOOLS = """
 import asyncio
