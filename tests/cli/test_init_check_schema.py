@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -206,10 +205,6 @@ def test_demo_tools_are_deterministic_and_refuse_clearly() -> None:
     assert demo.add_to_cart.annotations["readOnlyHint"] is False
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("codemodekit.sandbox.quickjs") is None,
-    reason="the QuickJS sandbox (codemodekit.sandbox.quickjs) is not in this tree yet",
-)
 async def test_starter_script_runs_against_the_starter_spec(tmp_path: Path) -> None:
     from codemodekit.run import CodeMode
     from codemodekit.spec import load_spec

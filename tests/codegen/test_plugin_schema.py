@@ -3,6 +3,7 @@ Skills rules (schemas: tests/fixtures/agent_plugins, copied from shared/)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -145,8 +146,16 @@ def test_codemode_generate_plugin_writes_valid_manifests(
     _check_plugin(files, "demo")
 
 
-def test_the_copied_schemas_match_the_shared_folder() -> None:
-    if not SHARED.is_dir():
-        pytest.skip(f"{SHARED} is absent (a clone without shared/ beside it): nothing to compare")
-    for name in ("plugin.schema.json", "mcp.schema.json"):
-        assert (SCHEMAS / name).read_bytes() == (SHARED / name).read_bytes(), name
+def test_the_copied_schemas_are_the_official_ones() -> None:
+    # SHA256SUMS holds the digests of the official files (taken from shared/, see the
+    # README there): a copy edited to make a test pass no longer matches them.
+    official = dict(
+        reversed(line.split()) for line in (SCHEMAS / "SHA256SUMS").read_text().splitlines()
+    )
+    assert sorted(official) == ["mcp.schema.json", "plugin.schema.json"]
+    for name, digest in official.items():
+        copy = (SCHEMAS / name).read_bytes()
+        assert hashlib.sha256(copy).hexdigest() == digest, name
+        assert json.loads(copy)["$id"] == f"https://agent-plugins.org/schemas/1.0.0/{name}"
+        if SHARED.is_dir():  # beside the project's shared folder: the same bytes there
+            assert (SHARED / name).read_bytes() == copy, name
