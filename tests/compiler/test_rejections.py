@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from codemodekit.errors import ErrorCode, Location, Phase
-from tests.compiler.jsrun import compile_ts, failure
+from tests.compiler.jsrun import body_of, compile_ts, failure, run_ts
 
 # (id, code, line, column, words the message must contain)
 UNSUPPORTED: list[tuple[str, str, int, int, str]] = [
@@ -103,19 +103,37 @@ def test_the_first_refusal_in_the_code_is_reported() -> None:
     assert diagnostic.location == Location(2, 1)
 
 
-def test_type_only_module_syntax_is_erased_not_refused() -> None:
-    compile_ts("import type { A } from 'a';\nimport { type B } from 'b';\nreturn 1")
-    compile_ts("declare namespace N { export const x: number }\ndeclare enum E { A }\nreturn 1")
-    compile_ts("declare module 'm' { export function f(): void }\nreturn 1")
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import type { A } from 'a';\nimport { type B } from 'b';\nreturn 1",
+        "declare namespace N { export const x: number }\ndeclare enum E { A }\nreturn 1",
+        "declare module 'm' { export function f(): void }\nreturn 1",
+    ],
+    ids=["import-type", "declare-namespace-enum", "declare-module"],
+)
+def test_type_only_module_syntax_is_erased_not_refused(source: str) -> None:
+    program = compile_ts(source)
+    assert body_of(program).strip(" ;\n") == "return 1"  # everything else was types
+    assert run_ts(source) == 1
 
 
 def test_lookalikes_are_not_refused() -> None:
     # `require` as a property, `import` in strings and comments, `-->` as `-- >`.
-    compile_ts(
+    source = (
         "const o = { require: (x: string) => x };\nconst r = o.require('a');\n"
         "// import x from 'y'\nconst s = 'export const a = 1; <!-- -->';\n"
         "let x = 3; while (x --> 0) {}\nreturn new.target"
     )
+    program = compile_ts(source)
+    assert body_of(program) == source.replace(": string", "        ")  # only the type erased
+    # The engine reads the lookalikes as what they are (without the last line, which only
+    # QuickJS refuses: `new.target` outside a function).
+    assert run_ts(source.replace("new.target", "[r, s, x]")) == [
+        "a",
+        "export const a = 1; <!-- -->",
+        -1,
+    ]
 
 
 def test_messages_say_what_to_write_instead() -> None:

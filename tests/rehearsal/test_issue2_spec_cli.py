@@ -19,7 +19,7 @@ import jsonschema
 import pytest
 
 import codemodekit
-from codemodekit import Limits, SpecError, load_spec
+from codemodekit import Limits, SecretUnavailable, SpecError, load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAD = 'version = 1\nname = "x"\n'
@@ -267,7 +267,12 @@ def test_variables_are_not_read_at_parse_time(
         + POLICY
         + '[sources.s]\ntype = "mcp"\ncommand = "x"\nenv = { T = "${REHEARSAL_NOT_SET}" }\n'
     )
-    load_spec(path)
+    template = load_spec(path).sources["s"].env["T"]  # type: ignore[union-attr]
+    assert template.key == "sources.s.env.T"
+    assert template.variables == ("REHEARSAL_NOT_SET",)
+    # Read only when the source starts: then the missing variable is the error.
+    with pytest.raises(SecretUnavailable, match="REHEARSAL_NOT_SET is not set"):
+        template.resolve()
 
 
 # -- codemode schema --------------------------------------------------------------------------------
@@ -301,7 +306,11 @@ def test_example_loads(tmp_path: Path) -> None:
     for rel in re.findall(r'document\s*=\s*"([^"]+)"', target.read_text()):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("openapi: 3.0.0\ninfo: {title: t, version: '1'}\npaths: {}\n")
-    load_spec(target)
+    spec = load_spec(target)
+    example = tomllib.loads(target.read_text())
+    assert spec.name == example["name"]
+    assert set(spec.sources) == set(example["sources"])
+    assert spec.limits.compute_time_ms == example["limits"]["compute_time_ms"]
 
 
 # -- Limits ------------------------------------------------------------------------------------------

@@ -206,17 +206,13 @@ async def test_python_module_problems_are_clear(
             """,
         )
     )
-    # Either a clear error on entry or a degraded source with a clear message; siblings survive.
+    # A source that cannot come up is degraded with a clear message and its siblings keep
+    # working (docs/architecture.md, "Independent failure"): start-up does not fail.
     cm = CodeMode.from_spec(spec)
-    try:
-        await cm.start()
-    except Exception as exc:
-        assert needle in str(exc)
-        await cm.aclose()
-        return
+    await cm.start()
     try:
         health = {h.source: h for h in cm.health}
-        assert health["app"].status != "ok"
+        assert health["app"].status == "unavailable"
         assert needle in health["app"].message
         assert health["other"].status == "ok"
         r = await cm.run("await tools.app.x({});")

@@ -151,5 +151,8 @@ async def test_a_header_injection_through_media_type_is_refused(
             "mediaType: 'image/png\\r\\nX-Evil: 1' } });"
         )
         assert r.diagnostic is not None
-        assert r.diagnostic.code in (ErrorCode.TOOL_INPUT_INVALID, ErrorCode.TOOL_ERROR)
+        # The value passes the input schema (a string of at most 255 characters); the
+        # provider refuses it: a ToolError, TOOL_ERROR (docs/api.md), naming the field.
+        assert r.diagnostic.code == ErrorCode.TOOL_ERROR
+        assert "`mediaType` must be a media type" in r.diagnostic.message
         assert len(server.app.requests) == before  # nothing was sent
