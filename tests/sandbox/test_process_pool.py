@@ -52,7 +52,11 @@ def _tools(
     started: asyncio.Event | None = None,
     echoed: asyncio.Event | None = None,
     burning: threading.Event | None = None,
+    stop_burning: threading.Event | None = None,
 ) -> Any:
+    """``burn`` sets ``burning`` and burns CPU until ``stop_burning`` is set (or for
+    ``seconds`` of it)."""
+
     async def echo(args: dict[str, Any]) -> dict[str, Any]:
         if echoed is not None:
             echoed.set()
@@ -67,11 +71,15 @@ def _tools(
 
     def burn(args: dict[str, Any]) -> dict[str, Any]:
         # CPU in the server's process (a sync tool runs on a thread of the host).
-        deadline = time.process_time() + float(args["seconds"])
+        deadline = time.process_time() + float(args.get("seconds", 0))
         if burning is not None:
             burning.set()
         n = 0
-        while time.process_time() < deadline:
+        while (
+            not stop_burning.is_set()
+            if stop_burning is not None
+            else time.process_time() < deadline
+        ):
             n += 1
         return {"n": n}
 
@@ -331,15 +339,21 @@ async def test_compute_time_is_the_runs_own_under_a_cpu_burning_host_tool(
     sandbox: ProcessSandbox,
 ) -> None:
     # About 0.1-0.3 s of JavaScript on its own, under a 1.5 s budget, while a host tool burns
-    # 3 s of CPU in the server's process. Charged by process CPU, this run would fail.
+    # CPU in the server's process the whole time. Charged by process CPU, this run would fail.
+    # No wall-clock bound: the tool burns until the runs are done, however long they take.
     loop_code = "let x = 0; for (let i = 0; i < 3e6; i++) { x = (x + i * 7) % 1000003; } return x;"
-    burning = threading.Event()
-    async with _code_mode(sandbox, _tools(burning=burning), compute_time_ms=1500) as cm:
+    burning, stop_burning = threading.Event(), threading.Event()
+    tools = _tools(burning=burning, stop_burning=stop_burning)
+    patient = {"wall_time_ms": 600_000, "tool_call_time_ms": 600_000}
+    async with _code_mode(sandbox, tools, compute_time_ms=1500, **patient) as cm:
         burner = asyncio.ensure_future(
-            cm.run("return (await tools.app.burn({seconds: 3})).structuredContent.n > 0;")
+            cm.run("return (await tools.app.burn({})).structuredContent.n > 0;")
         )
-        await _until(burning.is_set)
-        results = [await cm.run(loop_code) for _ in range(3)]
+        try:
+            await _until(burning.is_set)
+            results = [await cm.run(loop_code) for _ in range(3)]
+        finally:
+            stop_burning.set()
         assert (await burner).value is True
     for result in results:
         assert result.ok, result.diagnostic
