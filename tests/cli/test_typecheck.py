@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from codemodekit.cli import main
-from tests.conftest import node_tool
+from tests.conftest import missing, node_tool
 
 
 @pytest.fixture
@@ -109,7 +109,7 @@ def test_without_node_or_tsc_the_message_says_what_to_install(
 
     node = shutil.which("node", path=os.defpath + os.pathsep + "/usr/local/bin")
     if node is None:
-        pytest.skip("node is not installed")
+        missing("node", "install Node.js 20 and npm")
     (empty / "node").symlink_to(node)
     code, _, err = typecheck(capsys, "hello.ts")
     assert code == 2

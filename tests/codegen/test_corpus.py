@@ -19,7 +19,7 @@ from codemodekit.providers.base import Discovery, ToolSpec
 from codemodekit.providers.factory import providers_from_spec
 from codemodekit.spec import parse_spec
 from tests.codegen.helpers import assert_typechecks
-from tests.conftest import NODE_MODULES, node_package
+from tests.conftest import NODE_MODULES, missing, node_package
 
 
 def _discover(documents: dict[str, Path]) -> Catalog:
@@ -114,7 +114,10 @@ def test_every_definition_of_real_json_schemas_projects_to_strict_typescript(
             tools.append(ToolSpec(name=name, input_schema=schema, output_schema=schema))
         discoveries[f"{path.parent.name}-{path.stem}"] = Discovery(tools=tuple(tools))
     if not discoveries:
-        pytest.skip("no packaged JSON Schemas found")
+        missing(
+            "the JSON Schemas packaged in openapi_spec_validator and jsonschema_specifications",
+            "pip install -e '.[dev]'",
+        )
     catalog = Catalog.build(discoveries)
     assert len(catalog.available_tools) >= 90
     _write_and_check(catalog, tmp_path)

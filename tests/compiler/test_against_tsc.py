@@ -23,7 +23,7 @@ import tree_sitter_typescript as tst
 from codemodekit.errors import CompileFailure
 from tests.compiler import test_erasure, test_semantics
 from tests.compiler.jsrun import JsError, compile_ts, run_js
-from tests.conftest import node_package
+from tests.conftest import missing, node_package
 
 _TRANSPILE = """
 const ts = require(process.argv[1]);
@@ -70,7 +70,7 @@ def _relayouts(source: str, rng: random.Random, count: int) -> list[str]:
 def _transpile(sources: list[str]) -> list[dict[str, Any]]:
     node = shutil.which("node")
     if node is None:
-        pytest.skip("node is not installed: the differential check needs the typescript package")
+        missing("node", "install Node.js 20 and npm (the differential check runs TypeScript)")
     typescript = node_package("typescript")
     result = subprocess.run(
         [node, "-e", _TRANSPILE, str(typescript)],

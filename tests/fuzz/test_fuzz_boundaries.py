@@ -17,9 +17,6 @@ import os
 from urllib.parse import quote
 
 import pytest
-
-pytest.importorskip("hypothesis", reason="install the dev extras: pip install -e '.[dev]'")
-
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 

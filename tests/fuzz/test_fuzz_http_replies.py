@@ -15,10 +15,6 @@ import json
 import os
 from collections.abc import AsyncIterator
 
-import pytest
-
-pytest.importorskip("hypothesis", reason="install the dev extras: pip install -e '.[dev]'")
-
 import httpx2
 from hypothesis import given, settings
 from hypothesis import strategies as st

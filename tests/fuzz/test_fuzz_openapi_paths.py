@@ -7,9 +7,6 @@ import json
 from collections.abc import Iterator
 
 import pytest
-
-pytest.importorskip("hypothesis", reason="install the dev extras: pip install -e '.[dev]'")
-
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 

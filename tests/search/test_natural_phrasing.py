@@ -7,8 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
-from tests.conftest import node_package
+from tests.conftest import missing, node_package
 
 from codemodekit import CodeMode, load_spec
 
@@ -18,7 +17,7 @@ def _config(tmp_path: Path) -> Path:
     memory = node_package("@modelcontextprotocol/server-memory") / "dist" / "index.js"
     node = shutil.which("node")
     if node is None:
-        pytest.skip("node is not installed")
+        missing("node", "install Node.js 20 and npm")
     path = tmp_path / "codemode.toml"
     path.write_text(
         'version = 1\nname = "phrasing"\n[policy]\ndefault = "deny"\n'
