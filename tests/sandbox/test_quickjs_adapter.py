@@ -98,7 +98,9 @@ async def test_cancelled_slice_disposes_when_it_ends(contexts: ContextTracker) -
     sandbox = QuickJsSandbox(workers=workers, prewarm=0)
     program = compile_code("for (;;) {}")
     task = asyncio.ensure_future(sandbox.run(program, HostDouble(), Limits(compute_time_ms=200)))
-    await asyncio.sleep(0.02)
+    async with asyncio.timeout(60):  # a hang guard: wait until the run is on the worker
+        while not contexts.created:
+            await asyncio.sleep(0.001)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
