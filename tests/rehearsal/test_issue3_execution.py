@@ -511,12 +511,15 @@ async def test_tools_proxy_cannot_reach_host() -> None:
         "const t: any = tools;\nreturn [typeof t.constructor, String(t.app.echo.constructor === "
         "Function), Object.keys(t).length];"
     )
-    assert r.ok or r.diagnostic.code == ErrorCode.UNCAUGHT_EXCEPTION
+    # No `Function` global at all (docs/architecture.md): the probe itself is the error.
+    assert (
+        "ReferenceError: Function is not defined" in _fail(r, ErrorCode.UNCAUGHT_EXCEPTION).message
+    )
 
 
 async def test_sandbox_survives_bombs_and_next_run_works() -> None:
     bombs = [
-        ("let s = 'x'; while (true) s += s;", None),
+        ("let s = 'x'; while (true) s += s;", ErrorCode.UNCAUGHT_EXCEPTION),  # string too long
         (
             "const a: number[][] = []; while (true) a.push(new Array(100000).fill(1));",
             ErrorCode.MEMORY_LIMIT,
@@ -529,7 +532,10 @@ async def test_sandbox_survives_bombs_and_next_run_works() -> None:
             "const b: ArrayBuffer[] = []; while (true) b.push(new ArrayBuffer(1 << 20));",
             ErrorCode.MEMORY_LIMIT,
         ),
-        ("function f(n: number): number { return f(n + 1) + 1; }\nreturn f(0);", None),
+        (  # RangeError: Maximum call stack size exceeded
+            "function f(n: number): number { return f(n + 1) + 1; }\nreturn f(0);",
+            ErrorCode.UNCAUGHT_EXCEPTION,
+        ),
         (
             "const ps = []; for (let i = 0; i < 10000; i++) ps.push(Promise.resolve(i));\n"
             "return (await Promise.all(ps)).length;",
@@ -545,11 +551,8 @@ async def test_sandbox_survives_bombs_and_next_run_works() -> None:
             r = await cm.run(code)
             if expected == "ok":
                 assert r.ok and r.value == 10000
-            elif expected is not None:
-                _fail(r, expected, Phase.SANDBOX)
             else:
-                assert not r.ok
-                assert r.diagnostic.code in (ErrorCode.UNCAUGHT_EXCEPTION, ErrorCode.MEMORY_LIMIT)
+                _fail(r, expected, Phase.SANDBOX)
             assert (await cm.run("return 1 + 1;")).value == 2
 
 
