@@ -31,12 +31,18 @@ class CountingWorkers(JsWorkers):
         super().__init__(1, name="test-redteam")
         self.begun = 0
 
-    def submit(self, fn: Callable[[], T]) -> Future[T]:
+    def _counted(self, fn: Callable[[], T]) -> Callable[[], T]:
         def counted() -> T:
             self.begun += 1
             return fn()
 
-        return super().submit(counted)
+        return counted
+
+    def submit(self, fn: Callable[[], T]) -> Future[T]:
+        return super().submit(self._counted(fn))
+
+    def run(self, fn: Callable[[], T]) -> asyncio.Future[T]:
+        return super().run(self._counted(fn))
 
 
 @pytest.fixture
