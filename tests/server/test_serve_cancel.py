@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-
 from tests.servers import free_port
 
 pytestmark = pytest.mark.slow
