@@ -20,7 +20,7 @@ import logging
 import re
 import time
 import types
-from collections.abc import Callable, Coroutine, Generator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +51,7 @@ from codemodekit.providers.base import (
     ToolOutput,
     ToolProvider,
 )
+from codemodekit.sandbox._stepwise import stepwise
 from codemodekit.sandbox.base import JsonText, LogEntry, ToolCallRejected
 from codemodekit.schema import SchemaUnsupported, Validator
 
@@ -198,28 +199,6 @@ class _Slots:
         self._free += 1
 
 
-@types.coroutine
-def _resume(work: Coroutine[Any, Any, Any], awaited: Any) -> Generator[Any, Any, Any]:
-    """Go on awaiting ``work``, which already ran up to its first suspension (``awaited``):
-    hand what it awaits up to this task and what this task receives down to it."""
-    while True:
-        try:
-            value = yield awaited
-        except GeneratorExit:
-            work.close()
-            raise
-        except BaseException as exc:
-            try:
-                awaited = work.throw(exc)
-            except StopIteration as stop:
-                return stop.value
-            continue
-        try:
-            awaited = work.send(value)
-        except StopIteration as stop:
-            return stop.value
-
-
 async def _timed(work: Any, timeout_s: float) -> Any:
     """Await ``work`` within ``timeout_s``. A coroutine runs at once up to its first
     suspension: one that answers without suspending (an in-process tool) costs no timer,
@@ -233,7 +212,7 @@ async def _timed(work: Any, timeout_s: float) -> Any:
     except StopIteration as stop:
         return stop.value
     async with asyncio.timeout(timeout_s - (time.monotonic() - started)):
-        return await _resume(work, awaited)
+        return await stepwise(work, awaited=awaited)
 
 
 class ToolBridge:

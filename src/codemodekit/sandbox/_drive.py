@@ -17,12 +17,13 @@ import logging
 import re
 import sys
 import types
-from collections.abc import Awaitable, Callable, Coroutine, Generator
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from codemodekit.errors import Diagnostic, ErrorCode, bounded_details, new_correlation_id
 from codemodekit.limits import Limits
 from codemodekit.sandbox._step import Step, ToolCall, decode_calls, decode_value
+from codemodekit.sandbox._stepwise import stepwise
 from codemodekit.sandbox.base import (
     JsonText,
     LogEntry,
@@ -188,7 +189,7 @@ async def _awaited_here(host: SandboxHost, call: ToolCall, rejected: dict[int, D
     try:
         work = host.call_tool(call.source, call.tool, call.arguments)
         if isinstance(work, types.CoroutineType):
-            value = await _in_context(contextvars.copy_context(), work)
+            value = await stepwise(work, context=contextvars.copy_context())
         else:
             value = await work
     except asyncio.CancelledError as exc:
@@ -199,32 +200,6 @@ async def _awaited_here(host: SandboxHost, call: ToolCall, rejected: dict[int, D
     except Exception as exc:
         return _settlement(call, rejected, error=exc)
     return _settlement(call, rejected, value=value)
-
-
-@types.coroutine
-def _in_context(
-    context: contextvars.Context, work: Coroutine[Any, Any, Any]
-) -> Generator[Any, Any, Any]:
-    """Await ``work`` with each of its steps run in ``context``: what it awaits is handed up
-    to this task, and what this task receives (cancellation included) is passed down."""
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            if error is None:
-                awaited = context.run(work.send, value)
-            else:
-                awaited = context.run(work.throw, error)
-        except StopIteration as stop:
-            return stop.value
-        value, error = None, None
-        try:
-            value = yield awaited
-        except GeneratorExit:
-            work.close()
-            raise
-        except BaseException as exc:
-            error = exc
 
 
 def _task_settlement(
