@@ -304,7 +304,7 @@ def test_without_seccomp_process_mode_refuses_to_run_and_names_the_opt_out(
         """
         import asyncio, logging, sys
         from codemodekit import ProcessSandbox, RuntimeOptions
-        from codemodekit.sandbox.pool import PoolFailure
+        from codemodekit.sandbox.zygote import PoolFailure
         logging.disable(logging.CRITICAL)
         for options in (RuntimeOptions(), RuntimeOptions(unsafe_allow_uncontained=True)):
             box = ProcessSandbox(options, shared=False)

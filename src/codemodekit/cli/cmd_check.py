@@ -156,8 +156,8 @@ def describe_source(source: SourceSpec) -> str:
 def _report_containment(spec: Spec, out: TextIO) -> bool:
     """Which containment layers `codemode serve` would run model code under (ADR 0028);
     false when process mode would refuse to start."""
-    from codemodekit.sandbox.pool import describe
     from codemodekit.sandbox.process import ProcessSandbox
+    from codemodekit.sandbox.zygote import describe
 
     sandbox = ProcessSandbox(spec.runtime, shared=False)
     try:

@@ -24,7 +24,7 @@ from codemodekit.cli.common import (
 from codemodekit.errors import CodeModeError
 from codemodekit.providers.base import HealthStatus, SourceHealth
 from codemodekit.run import SERVE_START_GRACE_S, CodeMode
-from codemodekit.sandbox.pool import describe
+from codemodekit.sandbox.zygote import describe
 from codemodekit.search.search import index_for
 from codemodekit.server.hosting import (
     StdioWire,

@@ -40,12 +40,12 @@ from codemodekit.sandbox.base import (
 )
 from codemodekit.sandbox.pool import (
     PoolBusy,
-    PoolFailure,
     Worker,
     WorkerPool,
     process_cpu_s,
     shared_pool,
 )
+from codemodekit.sandbox.zygote import PoolFailure
 
 log = logging.getLogger("codemodekit.sandbox")
 
