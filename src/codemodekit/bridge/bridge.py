@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import difflib
 import json
 import logging
 import re
@@ -24,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from codemodekit.bridge.hints import expected_properties
+from codemodekit.bridge.hints import expected_properties, suggest
 from codemodekit.bridge.policy import (
     PolicyDecision,
     ToolCallRequest,
@@ -69,38 +68,6 @@ def bounded(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     if len(text) <= limit:
         return text
     return text[: limit - 1] + "…"
-
-
-MAX_SUGGEST_CHARS = 128
-"""Longest unknown name that gets "did you mean" suggestions (MCP caps tool names at 128).
-difflib over a large catalog with a megabyte-long name held the event loop for seconds."""
-
-
-LISTED_NAMES = 20
-"""At most this many names are listed when none is close to an unknown one."""
-
-
-def _suggest(
-    word: str, candidates: list[str], shown: Callable[[str], str], what: str = "tools"
-) -> str:
-    """`` Did you mean `tools["deploy-api"]`?``: each candidate as code would write it; when
-    none is close, the available ones (at most ``LISTED_NAMES``), so a first guess that
-    was far off still learns the real names."""
-    close = []
-    if len(word) <= MAX_SUGGEST_CHARS:
-        close = difflib.get_close_matches(word, candidates, n=3, cutoff=0.6)
-    if close:
-        return " Did you mean " + " or ".join(f"`{shown(c)}`" for c in close) + "?"
-    if not candidates:
-        return ""
-    listed = sorted(candidates)[:LISTED_NAMES]
-    more = len(candidates) - len(listed)
-    return (
-        f" Available {what}: "
-        + ", ".join(f"`{shown(c)}`" for c in listed)
-        + (f" (and {more} more)" if more else "")
-        + "."
-    )
 
 
 _JSON_SCALARS = (str, int, bool, type(None))
@@ -296,9 +263,7 @@ class ToolBridge:
             raise self._reject(
                 ErrorCode.SOURCE_NOT_FOUND,
                 f"there is no tool source {source!r}."
-                + _suggest(
-                    source, list(catalog.sources), lambda c: "tools" + accessor(c), "sources"
-                )
+                + suggest(source, list(catalog.sources), lambda c: "tools" + accessor(c), "sources")
                 + " Use search_tools to find tools.",
                 address=address,
                 source=source,
@@ -321,7 +286,7 @@ class ToolBridge:
             raise self._reject(
                 ErrorCode.TOOL_NOT_FOUND,
                 f"source {source!r} has no tool {tool!r}."
-                + _suggest(tool, names, lambda c: tool_address(source, c), f"tools of {source!r}"),
+                + suggest(tool, names, lambda c: tool_address(source, c), f"tools of {source!r}"),
                 address=address,
                 source=source,
             )

@@ -1,4 +1,5 @@
-"""What a tool expects, in a few words, for a ``TOOL_INPUT_INVALID`` message.
+"""Hints that let the model fix a call at once: the real names when it guessed one wrong,
+and what a tool expects, in a few words, for a ``TOOL_INPUT_INVALID`` message.
 
 ``get_pet({id: 1})`` failing with "Additional properties are not allowed ('id' was
 unexpected)" does not say that ``petId`` was meant; naming the declared properties (the
@@ -7,7 +8,8 @@ required ones marked) lets the model fix the call without a search round trip (i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import difflib
+from collections.abc import Callable, Mapping
 from typing import Any
 
 EXPECTED_CHARS = 480
@@ -57,3 +59,35 @@ def expected_properties(schema: Mapping[str, Any]) -> str:
     closed = schema.get("additionalProperties") is False
     tail = "; no others" if closed else ""
     return " Expected properties: " + ", ".join(parts) + tail + "."
+
+
+MAX_SUGGEST_CHARS = 128
+"""Longest unknown name that gets "did you mean" suggestions (MCP caps tool names at 128).
+difflib over a large catalog with a megabyte-long name held the event loop for seconds."""
+
+
+LISTED_NAMES = 20
+"""At most this many names are listed when none is close to an unknown one."""
+
+
+def suggest(
+    word: str, candidates: list[str], shown: Callable[[str], str], what: str = "tools"
+) -> str:
+    """`` Did you mean `tools["deploy-api"]`?``: each candidate as code would write it; when
+    none is close, the available ones (at most ``LISTED_NAMES``), so a first guess that
+    was far off still learns the real names."""
+    close = []
+    if len(word) <= MAX_SUGGEST_CHARS:
+        close = difflib.get_close_matches(word, candidates, n=3, cutoff=0.6)
+    if close:
+        return " Did you mean " + " or ".join(f"`{shown(c)}`" for c in close) + "?"
+    if not candidates:
+        return ""
+    listed = sorted(candidates)[:LISTED_NAMES]
+    more = len(candidates) - len(listed)
+    return (
+        f" Available {what}: "
+        + ", ".join(f"`{shown(c)}`" for c in listed)
+        + (f" (and {more} more)" if more else "")
+        + "."
+    )
