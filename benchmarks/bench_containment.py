@@ -23,7 +23,6 @@ from benchmarks._util import amedian_ms, row
 from codemodekit import CodeMode, ProcessSandbox, RuntimeOptions, allow_all_tool_calls, local
 from codemodekit.compiler.compile import CodeCompiler
 from codemodekit.sandbox import _lockdown, _worker
-from codemodekit.sandbox._watchdog import Watchdog
 from codemodekit.sandbox.pool import WorkerPool
 
 FORKS = 60
@@ -52,8 +51,6 @@ def _child_costs(
                 else:
                     _lockdown.lock_down_worker(layers)
                 marks.append(("seccomp filter", time.process_time()))
-                Watchdog(clock=time.process_time, hangup_fd=conn.fileno()).start()
-                marks.append(("its thread", time.process_time()))
                 _lockdown.limit_worker(layers)
                 marks.append(("rlimits", time.process_time()))
                 steps, last = {}, 0.0

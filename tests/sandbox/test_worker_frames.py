@@ -31,6 +31,11 @@ def frame(kind: bytes, payload: bytes = b"") -> bytes:
     return (len(payload) + 1).to_bytes(4, "big") + kind + payload
 
 
+def taken(cpu: bytes = b"0.125") -> bytes:
+    """The worker's acknowledgement of the start request, with its CPU time (seconds) then."""
+    return frame(b"K", cpu)
+
+
 def calls(cpu: float, *lines: str) -> bytes:
     return frame(b"C", struct.pack(">d", cpu) + "\n".join(lines).encode())
 
@@ -92,12 +97,41 @@ HOSTILE: dict[str, bytes] = {
     "step without its CPU time": frame(b"P", b"{}\n\n"),
 }
 
+#: Acknowledgements whose CPU time is not a plain non-negative number of seconds.
+HOSTILE_TAKEN = [b"", b"nan", b"inf", b"-1", b"1e400", b"0x10", b"\xff", b"1" * 400, b"2e6"]
+
+
+@pytest.mark.parametrize("cpu", HOSTILE_TAKEN, ids=[repr(c[:12]) for c in HOSTILE_TAKEN])
+async def test_a_malformed_acknowledgement_ends_the_run_and_kills_the_worker(
+    pair: _Pair, cpu: bytes
+) -> None:
+    step = await _start(pair, taken(cpu))
+    assert step.done and step.diagnostic is not None
+    assert step.diagnostic.code is ErrorCode.INTERNAL_ERROR
+    assert pair.worker.killed
+
+
+async def test_the_run_is_charged_from_the_cpu_time_of_the_acknowledgement(pair: _Pair) -> None:
+    # What the worker spent before it took the run (starting, rehearsing) is not the run's.
+    data = taken(b"3.5") + calls(3.75, '[1,"a","b",{}]')
+    channel = _ProcessChannel(None, pair.worker, b"{}", Limits())  # type: ignore[arg-type]
+    try:
+        started = asyncio.ensure_future(channel.start())
+        loop = asyncio.get_running_loop()
+        assert (await loop.sock_recv(pair.theirs, 1 << 16))[4:5] == b"S"
+        await loop.sock_sendall(pair.theirs, data)
+        step = await asyncio.wait_for(started, 30)
+    finally:
+        channel.detach()
+    assert step.call_lines == ['[1,"a","b",{}]']
+    assert channel.worker_cpu_s == pytest.approx(0.25)
+
 
 @pytest.mark.parametrize("reply", list(HOSTILE.values()), ids=list(HOSTILE))
 async def test_a_malformed_reply_ends_the_run_and_kills_the_worker(
     pair: _Pair, reply: bytes
 ) -> None:
-    step = await _start(pair, frame(b"K"), reply)
+    step = await _start(pair, taken(), reply)
     assert step.done and step.diagnostic is not None
     assert step.diagnostic.code is ErrorCode.INTERNAL_ERROR
     assert pair.worker.killed
@@ -119,7 +153,7 @@ SPLITS: dict[str, Any] = {
 
 @pytest.mark.parametrize("split", list(SPLITS.values()), ids=list(SPLITS))
 async def test_a_calls_step_is_read_however_the_socket_splits_it(pair: _Pair, split: Any) -> None:
-    data = frame(b"K") + calls(0.25, '[1,"a","b",{"x":"\u2028é"}]', '[2,"a","c",{}]')
+    data = taken() + calls(0.25, '[1,"a","b",{"x":"\u2028é"}]', '[2,"a","c",{}]')
     step = await _start(pair, *split(data))
     assert not step.done and step.diagnostic is None
     assert step.call_lines == ['[1,"a","b",{"x":"\u2028é"}]', '[2,"a","c",{}]']

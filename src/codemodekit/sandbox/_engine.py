@@ -168,7 +168,7 @@ class Engine:
         watchdog, clock = self._watchdog, self._clock
         # In a worker process the compute clock is this process's CPU clock: read it once
         # at each end of the slice (each read is a system call).
-        cpu_clock = clock is time.process_time
+        cpu_clock = clock is time.thread_time or clock is time.process_time
         started = clock()
         cpu_started = started if cpu_clock else time.process_time()
         running = watchdog.enter(self._ctx, started + remaining + self._grace_s, self._heap_limit)

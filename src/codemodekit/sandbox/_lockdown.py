@@ -10,7 +10,7 @@ applied in two places:
 - each **worker**, right after the fork and before it reads its run: every descriptor but
   its socket closed, not dumpable, a landlock domain of its own (no file, no TCP, no signal
   or abstract socket outside itself), an allow-list seccomp filter (its socket, memory,
-  futex, clocks, exit; threads but no process; signals only to itself), and rlimits (no
+  futex, clocks, exit; no thread, no process; signals only to itself), and rlimits (no
   core, no process, no file growth, few descriptors, a bounded address space).
 
 The allow-list is built with libseccomp once, in the zygote, and exported as BPF with a
@@ -25,9 +25,11 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import math
 import os
 import resource
 import struct
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +42,9 @@ PID_PLACEHOLDER = 0x7A5E_C0DE
 """Stands for the worker's pid in the exported filter (patched per worker)."""
 ADDRESS_HEADROOM_BYTES = 512 * 1024 * 1024
 """Address space a worker may map beyond the zygote's size and its run's heap limit."""
+CPU_HEADROOM_S = 4.0
+"""CPU time a worker may use beyond its run's compute budget before the kernel ends it:
+the server's compile allowance (2 s) and kill grace (0.25 s), with room to spare."""
 MAX_FDS = 8
 """RLIMIT_NOFILE of a worker (it holds 0-2 on /dev/null and its socket)."""
 
@@ -55,9 +60,6 @@ _SYS_LANDLOCK_RESTRICT_SELF = 446
 _LANDLOCK_CREATE_RULESET_VERSION = 1
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWNET = 0x40000000
-_CLONE_THREAD = 0x00010000
-_CLONE_VM = 0x00000100
-_CLONE_NEW_ANY = 0x7E02_0080  # NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET|NEWTIME
 _PROT_EXEC = 0x4
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -180,7 +182,7 @@ def worker_filter_bpf() -> bytes:
         *("poll", "ppoll", "close", "fstat", "lseek", "fcntl", "shutdown"),
         # memory
         *("munmap", "mremap", "madvise", "brk"),
-        # threads that exist, futexes, clocks, signals to itself, exit
+        # futexes, clocks, signals to itself, exit
         *("futex", "set_robust_list", "get_robust_list", "rseq", "sched_yield"),
         *("clock_gettime", "clock_getres", "clock_nanosleep", "nanosleep", "gettimeofday"),
         *("getpid", "gettid", "getppid", "getuid", "geteuid", "getgid", "getegid"),
@@ -192,11 +194,8 @@ def worker_filter_bpf() -> bytes:
     # Mappings never executable: no injected code gets an executable page.
     for name in ("mmap", "mprotect"):
         f.add_rule(allow, name, sc.Arg(2, sc.MASKED_EQ, _PROT_EXEC, 0))
-    # Threads only: CLONE_THREAD|CLONE_VM set, no namespace flag. clone3 hides its flags
-    # in memory, so it reports "not implemented" and the C library falls back to clone.
-    mask = _CLONE_THREAD | _CLONE_VM | _CLONE_NEW_ANY
-    f.add_rule(allow, "clone", sc.Arg(0, sc.MASKED_EQ, mask, _CLONE_THREAD | _CLONE_VM))
-    f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+    # No clone, clone3, fork or vfork: a worker has one thread and starts neither a
+    # thread nor a process (ADR 0034).
     # Signals to itself only; its own rlimits only; naming its threads.
     f.add_rule(allow, "kill", sc.Arg(0, sc.EQ, PID_PLACEHOLDER))
     f.add_rule(allow, "tgkill", sc.Arg(0, sc.EQ, PID_PLACEHOLDER))
@@ -350,13 +349,24 @@ def lock_down_worker(layers: ZygoteLayers) -> None:
 
 
 def limit_worker(layers: ZygoteLayers) -> None:
-    """No new process (RLIMIT_NPROC also counts threads, so once the threads it needs
-    exist) and an address-space bound until its run says how much heap it has."""
+    """No new process or thread (RLIMIT_NPROC counts both) and an address-space bound
+    until its run says how much heap it has."""
     resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
     _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     bound = layers.vm_bytes + ADDRESS_HEADROOM_BYTES + 4 * 1024 * 1024 * 1024
     if layers.vm_bytes and (hard == resource.RLIM_INFINITY or bound < hard):
         resource.setrlimit(resource.RLIMIT_AS, (bound, hard))
+
+
+def bound_cpu(compute_s: float) -> None:
+    """The most CPU time this worker may use in its whole life: its run's compute budget
+    plus ``CPU_HEADROOM_S``. Past it the kernel ends the process (SIGXCPU, whose default
+    action ends it, then SIGKILL a second later). The server kills a worker long before
+    (``process.py``: the budget, a compile allowance and a grace); this bound holds when
+    the server is gone and nothing else would stop a slice stuck in a native."""
+    soft = math.ceil(time.thread_time() + compute_s + CPU_HEADROOM_S)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 1))
 
 
 def bound_address_space(layers: ZygoteLayers, heap_bytes: int) -> None:

@@ -20,8 +20,6 @@ short slices (one per tool call) would otherwise pay again and again.
 
 from __future__ import annotations
 
-import os
-import select
 import threading
 import time
 from collections.abc import Callable
@@ -53,32 +51,15 @@ class Slice:
 
 
 class Watchdog:
-    """Deadlines are on ``clock``: ``time.monotonic`` in the server's process; a sandbox
-    worker uses its own CPU time (``time.process_time``), so a run is charged only for the
-    CPU it used, however busy the machine is."""
+    """Deadlines are on ``clock``: ``time.monotonic`` in the server's process (inline
+    mode). A sandbox worker uses ``CpuOnly`` below."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic, *, hangup_fd: int = -1) -> None:
-        """``hangup_fd``: a socket whose peer closing ends this process, checked at each
-        tick (a sandbox worker's: its main thread sees the hang-up itself between slices,
-        this thread during them)."""
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
-        self._hangup: select.poll | None = None
-        if hangup_fd >= 0:
-            self._hangup = select.poll()
-            self._hangup.register(hangup_fd, select.POLLRDHUP)
         self._lock = threading.Lock()
         self._active: dict[int, Slice] = {}
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        """Start the thread now (a sandbox worker does, before its rlimits forbid threads)."""
-        with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._loop, name="codemode-js-watchdog", daemon=True
-                )
-                self._thread.start()
 
     def enter(self, ctx: Any, deadline: float, heap: int) -> Slice:
         """Register a slice that must end by ``deadline`` (on ``clock``) and runs
@@ -129,8 +110,6 @@ class Watchdog:
         while True:
             self._wake.wait()
             time.sleep(TICK_S)
-            if self._hangup is not None and self._hangup.poll(0):
-                os._exit(0)  # the server is gone: nobody will read this run's result
             now = self.clock()
             with self._lock:
                 for entry in self._active.values():
@@ -144,3 +123,25 @@ class Watchdog:
 
 WATCHDOG = Watchdog()
 """The process-wide watchdog."""
+
+
+class CpuOnly(Watchdog):
+    """A single-use sandbox worker's watchdog: its compute clock (the worker's own CPU
+    time: its one thread's, exact under ``RLIMIT_CPU``) and nothing that ticks. A worker starts no thread (ADR 0034): the server reads
+    its CPU time and kills it past its budget (``process.py``), which ends a slice stuck in
+    a native as surely as a pulse would, and the kernel (``RLIMIT_CPU``, ``_lockdown.py``)
+    ends one whose server is gone. A slice that overran is still reported at its end
+    (``_engine.py`` compares the CPU it used with its budget)."""
+
+    def __init__(self) -> None:
+        super().__init__(time.thread_time)
+
+    def enter(self, ctx: Any, deadline: float, heap: int) -> Slice:
+        return Slice(ctx, deadline, heap)
+
+    def leave(self, entry: Slice) -> bool:
+        entry.ctx = None
+        return False
+
+    def trip(self, entry: Slice) -> None:
+        pass

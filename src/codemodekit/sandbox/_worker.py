@@ -12,21 +12,26 @@ A worker locks itself down right after the fork (``_lockdown.py``: descriptors, 
 dumpable, landlock, the allow-list filter, rlimits) and then hosts exactly one run in the
 context it inherited: it compiles the TypeScript, runs each slice under the run's limits,
 measures compute as its own CPU time, answers each request with one step, and exits when
-the run ends. It also exits when the server's end of its socket closes (a thread watches
-for that while a slice runs); the server kills it whenever a run must stop at once, and
-when the run is over. A zygote that dies takes no worker with it. ADR 0019, ADR 0028.
+the run ends or the server's end of its socket closes. It has one thread and may start
+none: the server kills it whenever a run must stop at once (past its CPU budget too),
+and when the run is over; the kernel's CPU limit ends it if the server is gone. A zygote
+that dies takes no worker with it. ADR 0019, ADR 0028, ADR 0034.
 """
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import json
 import os
 import signal
 import socket
+import threading
 import time
 import traceback
 from typing import Any, BinaryIO, cast
+
+import quickjs
 
 from codemodekit.compiler.compile import CodeCompiler
 from codemodekit.compiler.query import compile_all_queries
@@ -37,10 +42,14 @@ from codemodekit.sandbox._engine import Engine, internal_failure, prelude_source
 from codemodekit.sandbox._protocol import decode_diagnostic, encode_step, frame
 from codemodekit.sandbox._step import Step
 from codemodekit.sandbox._warm import prepare_context
-from codemodekit.sandbox._watchdog import Watchdog
+from codemodekit.sandbox._watchdog import CpuOnly
 from codemodekit.sandbox._workers import main_thread_stack_cap
 from codemodekit.sandbox.base import CompiledProgram
 
+cpu_time = time.thread_time
+"""The worker's CPU clock. It has one thread, so its thread's clock is the process's; and
+unlike the process clock, it stays exact once ``RLIMIT_CPU`` is set (``_lockdown.bound_cpu``:
+with a process CPU timer armed, Linux samples the process clock at scheduler ticks)."""
 PRELUDE_MODULES = ("prelude", "prelude_console", "prelude_calls", "prelude_failure")
 REHEARSAL = "const x: number = 1;\nreturn x;"
 
@@ -63,14 +72,13 @@ class _Worker:
         compiler: CodeCompiler,
         prepared: tuple[Any, Any],
         *,
-        watchdog: Watchdog,
         layers: _lockdown.ZygoteLayers,
         rss: int,
     ) -> None:
         self._conn = conn
         self._reader = cast(BinaryIO, conn.makefile("rb", buffering=1 << 16))
         self._compiler = compiler
-        self._watchdog = watchdog
+        self._watchdog = CpuOnly()
         self._layers = layers
         self._rss = rss
         self._stack_cap = main_thread_stack_cap()
@@ -92,31 +100,37 @@ class _Worker:
         return body[:1], body[1:]
 
     def rehearse(self) -> None:
-        """Before its hello, off any run's path: walk the Python side of a run once (the
-        compiler, the request and step codecs), so the copy-on-write faults of a fresh
-        fork are paid here rather than by the run."""
+        """Off any run's path, when the pool parks this worker (``R``): walk the Python
+        side of a run once (the compiler, the request and step codecs), so the
+        copy-on-write faults of a fresh fork are paid here rather than by a run that
+        compiles. A worker handed straight to a waiting run skips it (ADR 0034): that
+        run may not compile (the compile cache), and the CPU goes to the next worker."""
         limits = Limits(**Limits().to_json())
         self._compile(REHEARSAL, limits.source_bytes)
-        encode_step(Step(done=True, ok=True, value_json="1"), time.process_time())
+        encode_step(Step(done=True, ok=True, value_json="1"), cpu_time())
         json.loads(json.dumps({"limits": limits.to_json(), "source": REHEARSAL}))
 
     def serve(self) -> None:
-        hello = {"pid": os.getpid(), "u": time.process_time(), "r": self._rss}
+        hello = {"pid": os.getpid(), "u": cpu_time(), "r": self._rss}
         self._send(b"H", json.dumps(hello).encode())
         while True:
             message = self._read()
             if message is None or message[0] in (b"Q", b"X"):
                 return  # X: the run ended while it awaited tools
             kind, payload = message
+            if kind == b"R" and self._prepared is not None:
+                self.rehearse()
+                continue
             if kind == b"S":
                 # Taken: from now on a death of this process is its run's (see process.py).
-                self._send(b"K", b"")
+                # Its CPU time so far (the rehearsal's too) is not the run's.
+                self._send(b"K", repr(cpu_time()).encode())
             try:
                 step = self._handle(kind, payload)
             except Exception:
                 step = self._internal_failure()
             engine = self._engine
-            cpu_s = time.process_time() if engine is None else engine.clock_at_exit
+            cpu_s = cpu_time() if engine is None else engine.clock_at_exit
             self._send(*encode_step(step, cpu_s, self._rss))
             if step.done:
                 return  # one run per process
@@ -136,14 +150,15 @@ class _Worker:
     def _start(self, request: dict[str, Any]) -> Step:
         limits = Limits(**request["limits"])
         _lockdown.bound_address_space(self._layers, limits.memory_bytes)
-        started = time.process_time()
+        _lockdown.bound_cpu(limits.compute_time_ms / 1000)
+        started = cpu_time()
         if "source" in request:
             try:
                 program = self._compile(request["source"], limits.source_bytes)
             except CompileFailure as failure:
-                compile_ms = (time.process_time() - started) * 1000
+                compile_ms = (cpu_time() - started) * 1000
                 return Step(done=True, diagnostic=failure.diagnostic, compile_ms=compile_ms)
-            compile_ms = (time.process_time() - started) * 1000
+            compile_ms = (cpu_time() - started) * 1000
             if request.get("share") is True:
                 # Sent before any model code runs in this process: the program is a
                 # function of the source alone, so the host may reuse it for the same
@@ -223,16 +238,38 @@ def _serve_worker(
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     conn = socket.socket(fileno=_lockdown.keep_only(fd))
     _lockdown.lock_down_worker(layers)
-    # Its one thread exists before the rlimits forbid new ones. It also ends the process
-    # when the server's end of the socket closes during a slice (between slices the main
-    # thread, reading the socket, sees that itself); tied to the server rather than to the
-    # zygote, so a zygote that dies takes no run with it.
-    watchdog = Watchdog(clock=time.process_time, hangup_fd=conn.fileno())
-    watchdog.start()
     _lockdown.limit_worker(layers)
-    worker = _Worker(conn, compiler, prepared, watchdog=watchdog, layers=layers, rss=rss)
-    worker.rehearse()
-    worker.serve()
+    _Worker(conn, compiler, prepared, layers=layers, rss=rss).serve()
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _single_threaded() -> bool:
+    """Stop the engine binding's idle thread (the ``quickjs`` package starts an executor
+    for its ``Function`` helper when imported; nothing here uses it), then say whether
+    this process has exactly one thread. Read before the zygote's lockdown, which forbids
+    opening ``/proc``."""
+    executor = getattr(getattr(quickjs, "Function", None), "_threadpool", None)
+    if executor is not None:
+        executor.shutdown(wait=True)
+    try:
+        return threading.active_count() == 1 and len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
+
+
+def _bare_fork() -> int:
+    """fork(2) without Python's at-fork work (ADR 0034): the C library's ``fork``, called
+    with the GIL released (ctypes), in a process with one thread. Python's work in the
+    child (re-creating thread states and locks, ``os.register_at_fork`` callbacks) is for
+    other threads and the modules' state they may hold; with one thread there is none, and
+    skipping it saves most of a fork's cost in the child (≈0.8 ms of CPU and ≈220
+    copy-on-write faults per worker, ``benchmarks/bench_containment.py``)."""
+    pid = int(_libc.fork())
+    if pid < 0:
+        raise OSError(ctypes.get_errno(), "fork")
+    return pid
 
 
 def zygote_main(control_fd: int, namespaces: str | None = "not requested") -> None:
@@ -245,6 +282,7 @@ def zygote_main(control_fd: int, namespaces: str | None = "not requested") -> No
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     rss = _rss_bytes()
+    fork = _bare_fork if _single_threaded() else os.fork
     _quiet_stderr()
     layers = _lockdown.prepare_zygote(namespaces)
     gc.collect()
@@ -259,7 +297,7 @@ def zygote_main(control_fd: int, namespaces: str | None = "not requested") -> No
             break
         if not fds:
             continue
-        pid = os.fork()
+        pid = fork()
         if pid == 0:  # the worker
             try:
                 control.close()

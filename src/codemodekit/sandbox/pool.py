@@ -26,6 +26,7 @@ import threading
 import time
 
 from codemodekit.runtime import MIB, RuntimeOptions
+from codemodekit.sandbox._protocol import frame
 from codemodekit.sandbox.admission import AdmissionPolicy, AdmissionRefused, FairAdmission
 from codemodekit.sandbox.base import RuntimeStats
 from codemodekit.sandbox.zygote import SPAWN_S, PoolFailure, Zygote, recv_exactly
@@ -41,6 +42,8 @@ QUIET_S = 0.005
 quarter of it is ready: a new worker's start (≈2 ms of CPU) does not compete with runs
 then. Below a quarter, or with runs waiting for a worker, the refill starts at once."""
 
+REHEARSE = frame(b"R", b"")
+"""Told to a worker the pool parks (not to one handed straight to a waiting run)."""
 BATCH = max(2, os.cpu_count() or 1)
 """Workers forked at once to top the warm set up."""
 _CLOCK_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -329,8 +332,11 @@ class WorkerPool:
                 self._peak = min(self._peak, len(self._idle) + len(self._busy))
 
     def _park(self, worker: Worker) -> None:
+        """Into the idle set; it rehearses a run meanwhile (``R``: ``_worker.py``)."""
         worker.idle_since = time.monotonic()
         self._idle.append(worker)
+        with contextlib.suppress(OSError):
+            worker.sock.send(REHEARSE)
 
     async def _take_worker(self) -> Worker:
         loop = asyncio.get_running_loop()

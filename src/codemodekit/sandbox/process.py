@@ -376,6 +376,16 @@ class _ProcessChannel:
         """Hand one frame to the pending request; ``False`` when the worker broke the protocol."""
         if kind == b"K" and self._in_slice and not self._taken:
             self._taken = True
+            # The worker's CPU time when it took the run: what it spent before (starting,
+            # rehearsing) is charged to nobody.
+            try:
+                base_s = float(payload)
+            except ValueError:
+                base_s = -1.0
+            if not 0.0 <= base_s < 1e6:
+                self._protocol_fault("malformed start acknowledgement")
+                return False
+            self._base_s = self._worker.cpu_s = base_s
             return True
         if kind == b"J" and self._sharing and self._taken and self._in_slice:
             self._sharing = False  # one program, before the start step; later: a fault
