@@ -12,7 +12,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
@@ -93,19 +93,54 @@ LogCallback = Callable[[LogEntry], object]
 
 
 class _Stop(asyncio.Event):
-    """Set by ``CodeMode.cancel_all_runs``: ends one run with ``CANCELLED`` and a reason."""
+    """Set by ``CodeMode.cancel_all_runs``: ends one run with ``CANCELLED`` and a reason.
+    While the run's sandbox work is awaited, setting it cancels the run's task itself
+    (``_until_cancelled``): no waiter task per run."""
 
     reason = ""
+    task: asyncio.Task[Any] | None = None
+
+    def set(self) -> None:
+        super().set()
+        if self.task is not None:
+            self.task.cancel()
 
 
 async def _until_cancelled(
-    work: Awaitable[SandboxOutcome], *cancels: asyncio.Event | None
+    work: Awaitable[SandboxOutcome], cancel: asyncio.Event | None, stop: _Stop
 ) -> SandboxOutcome | None:
-    """``work``'s outcome, or ``None`` once one of ``cancels`` is set (``work`` is then
-    cancelled: its worker killed, its tool calls cancelled)."""
-    events = [c for c in cancels if c is not None]
-    if not events:
-        return await work
+    """``work``'s outcome, or ``None`` once ``cancel`` or ``stop`` is set (``work`` is
+    then cancelled: its worker killed, its tool calls cancelled)."""
+    if cancel is not None:
+        return await _until_set(work, cancel, stop)
+    task = asyncio.current_task()
+    if stop.is_set() or task is None:
+        if isinstance(work, Coroutine):
+            work.close()
+        else:
+            asyncio.ensure_future(work).cancel()
+        return None
+    cancelling = task.cancelling()
+    stop.task = task
+    try:
+        outcome = await work
+    except asyncio.CancelledError:
+        # Ours only when no one else cancelled the task as well.
+        if stop.is_set() and task.uncancel() <= cancelling:
+            return None
+        raise
+    finally:
+        stop.task = None
+    if stop.is_set() and task.cancelling() > cancelling:
+        task.uncancel()  # set as the work ended: the run is over, nothing to cancel
+    return outcome
+
+
+async def _until_set(
+    work: Awaitable[SandboxOutcome], *events: asyncio.Event
+) -> SandboxOutcome | None:
+    """``_until_cancelled`` with an event of the caller's: the work in a task of its own,
+    raced against a waiter per event."""
     task = asyncio.ensure_future(work)
     waiters = [asyncio.ensure_future(event.wait()) for event in events]
     try:

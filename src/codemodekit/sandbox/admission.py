@@ -104,7 +104,7 @@ class FairAdmission:
                 self._rejected += 1
                 self._forget_locked(key)
                 raise AdmissionRefused(refusal)
-            self._dispatch_locked()
+            self._dispatch_locked(waiter)
             if waiter.admitted:
                 return
         try:
@@ -184,7 +184,9 @@ class FairAdmission:
         victim.loop.call_soon_threadsafe(_wake, victim.future)
         return True
 
-    def _dispatch_locked(self) -> None:
+    def _dispatch_locked(self, arriving: _Waiter | None = None) -> None:
+        """Admit waiters, fairest first, while they fit; each is woken on its loop, except
+        ``arriving``, whose ``admit`` is still running and sees it admitted."""
         while True:
             best: _Caller | None = None
             for state in self._callers.values():
@@ -203,7 +205,7 @@ class FairAdmission:
             self._in_flight += 1
             self._reserved += waiter.need
             waiter.admitted = True
-            if waiter.loop is not None:
+            if waiter.loop is not None and waiter is not arriving:
                 waiter.loop.call_soon_threadsafe(_wake, waiter.future)
 
     def _release_locked(self, key: str, need: int) -> None:

@@ -181,6 +181,8 @@ class WorkerPool:
         """Admitted runs that found no idle worker: each gets the next one that says hello."""
         self._last_active = 0.0
         """When a run last took or gave back a worker (``time.monotonic``)."""
+        self._quiet_check_until = 0.0
+        """A ``_refill_if_quiet`` timer is pending (on some run's loop) until then."""
         self._peak = 0
         """Most workers leased at once lately: the warm set grows to it (the load), and
         shrinks back as idle workers retire."""
@@ -277,14 +279,30 @@ class WorkerPool:
         return bool(self._wanting) or 4 * ready < self._warm_target_locked()
 
     def _refill_if_quiet(self) -> None:
-        """A moment after a run ended: top the warm set up if no run started since."""
+        """A moment after a run ended: top the warm set up if no run started since, else
+        look again a moment after the last one."""
         with self._lock:
-            quiet = self._admission.in_flight == 0 and (
-                time.monotonic() - self._last_active >= QUIET_S * 0.9
-            )
-            wanted = quiet and len(self._idle) + self._spawning < self._warm_target_locked()
-        if wanted:
+            self._quiet_check_until = 0.0
+            low = len(self._idle) + self._spawning < self._warm_target_locked()
+            if not low:
+                return
+            busy = self._admission.in_flight > 0
+            wait_s = QUIET_S - (time.monotonic() - self._last_active)
+            if busy or wait_s > QUIET_S * 0.1:
+                # A run is in flight (its release looks again) or one ended lately.
+                if not busy:
+                    self._check_quiet_in(wait_s)
+                return
+        self._refill_wanted.set()
+
+    def _check_quiet_in(self, delay_s: float) -> None:
+        try:
+            asyncio.get_running_loop().call_later(delay_s, self._refill_if_quiet)
+        except RuntimeError:  # no loop here
             self._refill_wanted.set()
+            return
+        # Pending until then (and a moment more: a loop that closes drops its timers).
+        self._quiet_check_until = time.monotonic() + delay_s + 1.0
 
     def _warm_target_locked(self) -> int:
         return min(max(self.options.warm, self._peak), self.options.run_slots)
@@ -431,13 +449,10 @@ class WorkerPool:
         self._admission.release(caller, need)
         if urgent:
             self._refill_wanted.set()
-        elif low:
-            # Not urgent: once no run has started for a moment (a timer on the run's loop;
-            # the refiller thread is not woken per run).
-            try:
-                asyncio.get_running_loop().call_later(QUIET_S, self._refill_if_quiet)
-            except RuntimeError:  # no loop here
-                self._refill_wanted.set()
+        elif low and time.monotonic() > self._quiet_check_until:
+            # Not urgent: once no run has started for a moment (one timer on the run's loop
+            # at a time; the refiller thread is not woken per run).
+            self._check_quiet_in(QUIET_S)
 
     # -- views and shutdown -------------------------------------------------------------------
     def containment(self) -> dict[str, str]:
