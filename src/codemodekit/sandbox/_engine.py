@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
+import struct
 import time
 from typing import Any
 
@@ -127,9 +129,12 @@ class Engine:
                     "logEntries": _js_int(limits.log_entries),
                     "logBytes": _js_int(limits.log_bytes),
                     "stream": stream_logs,
+                    # Math.random's seed, drawn for this run alone (ADR 0035).
+                    "seed": list(struct.unpack("4I", os.urandom(16))),
                 }
             )
-            self._enter(self._port, "init", settings)
+            if self._enter(self._port, "init", settings) != "":
+                raise RuntimeError("the sandbox prelude refused its settings")
         except BaseException:
             self.close()
             raise

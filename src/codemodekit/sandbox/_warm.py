@@ -26,7 +26,7 @@ IDLE_DELAY_S = 0.002
 """Quiet time after a run before refilling: back-to-back runs never compete with a refill."""
 
 
-MODULES = ("prelude_console", "prelude_calls", "prelude_failure")
+MODULES = ("prelude_console", "prelude_calls", "prelude_failure", "prelude_random")
 """The prelude's lazily compiled modules."""
 
 

@@ -50,7 +50,13 @@ cpu_time = time.thread_time
 """The worker's CPU clock. It has one thread, so its thread's clock is the process's; and
 unlike the process clock, it stays exact once ``RLIMIT_CPU`` is set (``_lockdown.bound_cpu``:
 with a process CPU timer armed, Linux samples the process clock at scheduler ticks)."""
-PRELUDE_MODULES = ("prelude", "prelude_console", "prelude_calls", "prelude_failure")
+PRELUDE_MODULES = (
+    "prelude",
+    "prelude_console",
+    "prelude_calls",
+    "prelude_failure",
+    "prelude_random",
+)
 REHEARSAL = "const x: number = 1;\nreturn x;"
 
 
@@ -211,10 +217,12 @@ def _warm_up(compiler: CodeCompiler) -> tuple[Any, Any]:
     _ = (linecache, unicodedata, traceback.format_exc)
     ctx, port = prepare_context(prelude_source())
     # The calls module, which a run compiles at its first tool call otherwise (≈0.3 ms of
-    # QuickJS compile per run): compiled here once, inherited by every fork. Its state is
-    # per context, untouched here; each fork has its own copy.
-    if port("preload", "calls") != "":
-        raise RuntimeError("the sandbox prelude did not load its calls module")
+    # QuickJS compile per run), and the random module (Math.random's generator, seeded per
+    # run at init): compiled here once, inherited by every fork. Their state is per
+    # context, untouched here; each fork has its own copy.
+    for module in ("calls", "random"):
+        if port("preload", module) != "":
+            raise RuntimeError(f"the sandbox prelude did not load its {module} module")
     return ctx, port
 
 

@@ -7,9 +7,9 @@
 // lines are queued in JavaScript and the host drains them between slices.
 //
 // QuickJS compiles about 25 bytes of code per microsecond, and this file is compiled for
-// every run. So it stays small: the console, the tool-call machinery and the failure
-// report live in prelude_*.js, handed over by the host as strings at init and compiled
-// (with the eval captured here) only when a run first needs them.
+// every run. So it stays small: the console, the tool-call machinery, the failure report
+// and Math.random's generator live in prelude_*.js, handed over by the host as strings
+// and compiled (with the eval captured here) only when a run first needs them.
 (() => {
   "use strict";
   const G = globalThis;
@@ -80,6 +80,7 @@
   api.lastIndexOf = String.prototype.lastIndexOf;
   api.split = String.prototype.split;
   api.parseInt = parseInt;
+  api.imul = Math.imul;
   api.symbolToString = Symbol.prototype.toString;
   api.bigintToString = BigInt.prototype.toString;
   api.WeakMap = WeakMap;
@@ -540,6 +541,15 @@
     });
   }
 
+  // Math.random: seeded by init for each run (a context prepared ahead of its run, one
+  // zygote's for every fork, would repeat one sequence; ADR 0035); the generator is the
+  // random module. Bound and renamed, it prints as native code like the built-in.
+  let seedWords, generate;
+  const random = apply(fnMethods.bind, named("codemode$random", () =>
+    (generate || (generate = load("random")(seedWords)))()), [undefined]);
+  defineProperty(random, "name", { value: "random", configurable: true });
+  defineProperty(Math, "random", { value: random, writable: true, configurable: true });
+
   // A throwing microtask would reach the host as a raw exception; here it ends the run
   // as an uncaught exception instead, like an unhandled error in other runtimes.
   const fail = (e) => {
@@ -587,10 +597,11 @@
   let streaming = false; // the host takes console entries as they are written
   // The lazy modules' sources, handed over once when the context is prepared (ahead of
   // any run: passing 26 KB of text into the engine costs about 0.1 ms).
-  commands.modules = (consoleSource, callsSource, failureSource) => {
+  commands.modules = (consoleSource, callsSource, failureSource, randomSource) => {
     sources.console = consoleSource;
     sources.calls = callsSource;
     sources.failure = failureSource;
+    sources.random = randomSource;
     return "";
   };
   // A module compiled into a prepared context ahead of any run (a sandbox zygote loads
@@ -605,6 +616,8 @@
     api.logEntries = s.logEntries;
     api.logBytes = s.logBytes;
     streaming = s.stream === true;
+    const w = s.seed; // four 32-bit words from the host's os.urandom
+    seedWords = [w[0] | 0, w[1] | 0, w[2] | 0, w[3] | 0];
     return "";
   };
   commands.start = (source) => {
