@@ -113,6 +113,39 @@ async def main(quick: bool) -> None:
                 f"{calls} no-op host calls, {name} ({offload:6}): {total * 1000:8.1f} ms"
                 f" = {per_call:6.1f} µs/call, {calls / total:9.0f} calls/s"
             )
+    await random_draws(compiler, limits, 200_000 if quick else 1_000_000)
+
+
+async def random_draws(compiler: CodeCompiler, limits: Limits, draws: int) -> None:
+    """``Math.random()`` per call: the sandbox's per-run seeded generator (ADR 0035) against
+    the engine's native one in a bare context. Each figure is a loop of draws minus the same
+    loop adding a constant, divided by the draws (best of 3, CPU time of this process)."""
+    loops = [
+        f"let s = 0; for (let i = 0; i < {draws}; i++) s += {term}; return s;"
+        for term in ("Math.random()", "0.5")
+    ]
+    big = limits.replace(compute_time_ms=600_000)
+    sandbox = QuickJsSandbox(offload="inline")
+    programs = [compiler.compile(loop, max_source_bytes=limits.source_bytes) for loop in loops]
+    bare = quickjs.Context()
+    bare.set_time_limit(600)
+    sandboxed: list[float] = []
+    native: list[float] = []
+    for _ in range(3):
+        cpu = []
+        for program in programs:
+            start = time.process_time()
+            await sandbox.run(program, NoOpHost(), big)
+            cpu.append(time.process_time() - start)
+        sandboxed.append((cpu[0] - cpu[1]) / draws)
+        cpu = []
+        for loop in loops:
+            start = time.process_time()
+            bare.eval(f"(() => {{ {loop} }})()")
+            cpu.append(time.process_time() - start)
+        native.append((cpu[0] - cpu[1]) / draws)
+    print(f"Math.random(), seeded per run (sandbox):      {min(sandboxed) * 1e9:8.0f} ns/call")
+    print(f"Math.random(), the engine's own (bare):       {min(native) * 1e9:8.0f} ns/call")
 
 
 if __name__ == "__main__":
