@@ -195,7 +195,7 @@ def worker_filter_bpf() -> bytes:
     for name in ("mmap", "mprotect"):
         f.add_rule(allow, name, sc.Arg(2, sc.MASKED_EQ, _PROT_EXEC, 0))
     # No clone, clone3, fork or vfork: a worker has one thread and starts neither a
-    # thread nor a process (ADR 0034).
+    # thread nor a process (ADR 0036).
     # Signals to itself only; its own rlimits only; naming its threads.
     f.add_rule(allow, "kill", sc.Arg(0, sc.EQ, PID_PLACEHOLDER))
     f.add_rule(allow, "tgkill", sc.Arg(0, sc.EQ, PID_PLACEHOLDER))

@@ -127,7 +127,7 @@ WATCHDOG = Watchdog()
 
 class CpuOnly(Watchdog):
     """A single-use sandbox worker's watchdog: its compute clock (the worker's own CPU
-    time: its one thread's, exact under ``RLIMIT_CPU``) and nothing that ticks. A worker starts no thread (ADR 0034): the server reads
+    time: its one thread's, exact under ``RLIMIT_CPU``) and nothing that ticks. A worker starts no thread (ADR 0036): the server reads
     its CPU time and kills it past its budget (``process.py``), which ends a slice stuck in
     a native as surely as a pulse would, and the kernel (``RLIMIT_CPU``, ``_lockdown.py``)
     ends one whose server is gone. A slice that overran is still reported at its end

@@ -15,7 +15,7 @@ measures compute as its own CPU time, answers each request with one step, and ex
 the run ends or the server's end of its socket closes. It has one thread and may start
 none: the server kills it whenever a run must stop at once (past its CPU budget too),
 and when the run is over; the kernel's CPU limit ends it if the server is gone. A zygote
-that dies takes no worker with it. ADR 0019, ADR 0028, ADR 0034.
+that dies takes no worker with it. ADR 0019, ADR 0028, ADR 0036.
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ class _Worker:
         """Off any run's path, when the pool parks this worker (``R``): walk the Python
         side of a run once (the compiler, the request and step codecs), so the
         copy-on-write faults of a fresh fork are paid here rather than by a run that
-        compiles. A worker handed straight to a waiting run skips it (ADR 0034): that
+        compiles. A worker handed straight to a waiting run skips it (ADR 0036): that
         run may not compile (the compile cache), and the CPU goes to the next worker."""
         limits = Limits(**Limits().to_json())
         self._compile(REHEARSAL, limits.source_bytes)
@@ -268,12 +268,14 @@ def _single_threaded() -> bool:
 
 
 def _bare_fork() -> int:
-    """fork(2) without Python's at-fork work (ADR 0034): the C library's ``fork``, called
+    """fork(2) without Python's at-fork work (ADR 0036): the C library's ``fork``, called
     with the GIL released (ctypes), in a process with one thread. Python's work in the
-    child (re-creating thread states and locks, ``os.register_at_fork`` callbacks) is for
-    other threads and the modules' state they may hold; with one thread there is none, and
-    skipping it saves most of a fork's cost in the child (≈0.8 ms of CPU and ≈220
-    copy-on-write faults per worker, ``benchmarks/bench_containment.py``)."""
+    child re-creates thread states and locks for the threads that did not survive the fork
+    (with one thread there are none) and runs the ``os.register_at_fork`` callbacks, one of
+    which reseeds ``random``: every worker of a zygote has the same ``random`` state, and
+    no code a worker runs uses it (ADR 0035). Skipping that work saves most of a fork's
+    cost in the child (≈0.8 ms of CPU and ≈180 copy-on-write faults per worker,
+    ``benchmarks/bench_containment.py``)."""
     pid = int(_libc.fork())
     if pid < 0:
         raise OSError(ctypes.get_errno(), "fork")

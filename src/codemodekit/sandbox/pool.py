@@ -43,7 +43,7 @@ quarter of it is ready: a new worker's start (≈2 ms of CPU) does not compete w
 then. Below a quarter, or with runs waiting for a worker, the refill starts at once."""
 
 REHEARSE = frame(b"R", b"")
-"""Told to a worker the pool parks (not to one handed straight to a waiting run)."""
+"""Told to an idle worker at a quiet moment (``_rehearse``)."""
 BATCH = max(2, os.cpu_count() or 1)
 """Workers forked at once to top the warm set up."""
 _CLOCK_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -77,7 +77,17 @@ def process_cpu_s(pid: int) -> float | None:
 class Worker:
     """One worker process, as the server sees it."""
 
-    __slots__ = ("cpu_s", "dead", "idle_since", "killed", "pid", "rss", "runs", "sock")
+    __slots__ = (
+        "cpu_s",
+        "dead",
+        "idle_since",
+        "killed",
+        "pid",
+        "rehearsed",
+        "rss",
+        "runs",
+        "sock",
+    )
 
     def __init__(self, pid: int, sock: socket.socket, cpu_s: float) -> None:
         self.pid = pid
@@ -85,6 +95,7 @@ class Worker:
         self.cpu_s = cpu_s
         """The worker's CPU seconds as of its last message."""
         self.runs = 0
+        self.rehearsed = False
         self.rss = 0
         self.dead = False
         self.killed = False
@@ -283,9 +294,6 @@ class WorkerPool:
         look again a moment after the last one."""
         with self._lock:
             self._quiet_check_until = 0.0
-            low = len(self._idle) + self._spawning < self._warm_target_locked()
-            if not low:
-                return
             busy = self._admission.in_flight > 0
             wait_s = QUIET_S - (time.monotonic() - self._last_active)
             if busy or wait_s > QUIET_S * 0.1:
@@ -293,7 +301,11 @@ class WorkerPool:
                 if not busy:
                     self._check_quiet_in(wait_s)
                 return
-        self._refill_wanted.set()
+            for worker in self._idle:
+                _rehearse(worker)
+            low = len(self._idle) + self._spawning < self._warm_target_locked()
+        if low:
+            self._refill_wanted.set()
 
     def _check_quiet_in(self, delay_s: float) -> None:
         try:
@@ -350,11 +362,16 @@ class WorkerPool:
                 self._peak = min(self._peak, len(self._idle) + len(self._busy))
 
     def _park(self, worker: Worker) -> None:
-        """Into the idle set; it rehearses a run meanwhile (``R``: ``_worker.py``)."""
         worker.idle_since = time.monotonic()
         self._idle.append(worker)
-        with contextlib.suppress(OSError):
-            worker.sock.send(REHEARSE)
+        if self._quiet_locked():
+            _rehearse(worker)
+
+    def _quiet_locked(self) -> bool:
+        """No run in flight, and none started or ended for a moment."""
+        return self._admission.in_flight == 0 and (
+            time.monotonic() - self._last_active >= QUIET_S * 0.9
+        )
 
     async def _take_worker(self) -> Worker:
         loop = asyncio.get_running_loop()
@@ -444,12 +461,11 @@ class WorkerPool:
             else:
                 worker.kill()  # single use: no process outlives its run
             self._last_active = time.monotonic()
-            low = len(self._idle) + self._spawning < self._warm_target_locked()
             urgent = self._urgent_locked()
         self._admission.release(caller, need)
         if urgent:
             self._refill_wanted.set()
-        elif low and time.monotonic() > self._quiet_check_until:
+        elif time.monotonic() > self._quiet_check_until:
             # Not urgent: once no run has started for a moment (one timer on the run's loop
             # at a time; the refiller thread is not woken per run).
             self._check_quiet_in(QUIET_S)
@@ -490,6 +506,17 @@ class WorkerPool:
         for worker in workers:
             worker.kill()
         self._zygote.stop()
+
+
+def _rehearse(worker: Worker) -> None:
+    """An idle worker walks a run's Python side once (``R``: ``_worker.py``), so that a run
+    that compiles does not pay a fresh fork's copy-on-write faults. Only at a quiet moment
+    (ADR 0036): under a stream of runs the CPU goes to the next workers instead, and a run
+    whose program is cached does not need it."""
+    if not worker.rehearsed:
+        worker.rehearsed = True
+        with contextlib.suppress(OSError):
+            worker.sock.send(REHEARSE)
 
 
 def _fail(future: asyncio.Future[Worker], failure: PoolFailure) -> None:
