@@ -8,17 +8,19 @@ touched: a prepared context is used once, then disposed.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections import deque
 from collections.abc import Callable
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import quickjs
 
 from codemodekit.sandbox._workers import JsWorkers, default_workers
+
+if TYPE_CHECKING:
+    import asyncio  # not at run time: see _workers.py
 
 PREPARE_BUDGET_S = 0.25
 """Time allowed to evaluate the prelude (the host's own code) in a new context."""

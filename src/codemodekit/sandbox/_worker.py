@@ -113,6 +113,10 @@ class _Worker:
         run may not compile (the compile cache), and the CPU goes to the next worker."""
         limits = Limits(**Limits().to_json())
         self._compile(REHEARSAL, limits.source_bytes)
+        if self._prepared is not None:
+            # A collection marks every object of the inherited context: its pages are
+            # copied now rather than by the run's first writes (≈0.1 ms of a run's CPU).
+            self._prepared[0].gc()
         encode_step(Step(done=True, ok=True, value_json="1"), cpu_time())
         json.loads(json.dumps({"limits": limits.to_json(), "source": REHEARSAL}))
 

@@ -9,14 +9,18 @@ Workers get an explicit, large stack so QuickJS's own stack limit always fires f
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    # Not at run time: a sandbox worker process imports this module and never asyncio
+    # (its zygote starts faster and is smaller for every fork).
+    import asyncio
 
 T = TypeVar("T")
 
@@ -136,6 +140,8 @@ class JsWorkers:
         """``fn()`` on a worker; its outcome in a future of the running loop."""
         if not self._started:
             self._start()
+        import asyncio
+
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         self._queue.put((fn, _LoopFuture(future.get_loop(), future)))
         return future
