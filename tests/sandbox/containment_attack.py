@@ -16,8 +16,10 @@ import errno
 import json
 import os
 import re
+import resource
 import signal
 import socket
+import threading
 from typing import Any
 
 import quickjs
@@ -67,6 +69,22 @@ def _fork() -> Any:
         os.setsid()
         os._exit(0)
     return f"ALLOWED (child {pid})"
+
+
+def _thread() -> Any:
+    started = threading.Thread(target=lambda: None)
+    started.start()
+    started.join()
+    return "ALLOWED (a thread ran)"
+
+
+def _spin_unbounded() -> str:
+    """Whether a worker whose server is gone could burn CPU for ever (nothing else stops a
+    slice stuck in a native once the server cannot kill it)."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if soft == resource.RLIM_INFINITY:
+        return "ALLOWED (no CPU time limit)"
+    return f"denied (RLIMIT_CPU {soft} s)"
 
 
 def _execve() -> Any:
@@ -133,6 +151,8 @@ def probe(params: dict[str, Any]) -> dict[str, Any]:
         "read_project": _try(lambda: _read(params["project_file"])),
         "write_project": _try(lambda: _write(params["write_file"])),
         "fork": _try(_fork),
+        "thread": _try(_thread),
+        "spin_unbounded": _spin_unbounded(),
         "execve": _try(_execve),
     }
     return found

@@ -46,6 +46,8 @@ PROBES = (
     "read_project",
     "write_project",
     "fork",
+    "thread",
+    "spin_unbounded",
     "execve",
 )
 
