@@ -1,6 +1,6 @@
 """Search quality and latency on real tool descriptions.
 
-    python benchmarks/bench_search.py [--misses] [--no-latency]
+    python benchmarks/bench_search.py [--misses] [--no-latency] [--fit-only]
 
 Prints recall@1, recall@5 and MRR@10 over the fixture catalog (GitHub REST operations +
 petstore) for the two kinds of query sets (docs/adr/0031):
@@ -9,7 +9,12 @@ petstore) for the two kinds of query sets (docs/adr/0031):
   development and validation parts, ``queries_heldout.json``,
   ``queries_heldout_2026_12.json``); weights and rules are chosen on these only;
 - FLOOR: ``queries_heldout_h20.json``, written before the ranking changes of issue 20 and
-  never used to choose anything; the figure to believe.
+  never used to choose anything; the figure to believe;
+- FLOOR h20c: ``queries_heldout_h20c.json``, a second never-tuned set, committed before the
+  ranking changes of ADR 0034 and scored only after them.
+
+``--fit-only`` prints the fit rows alone: the switch to use while changing the ranking, so
+that no floor figure is seen, let alone chosen on.
 
 Then how often the response admits a weak match: on needs no tool answers (should be
 high) and on real needs (should be low). ``--misses`` lists the fit needs whose expected
@@ -63,7 +68,7 @@ def _score(catalog: Any, cases: list[dict[str, Any]]) -> tuple[float, float, flo
     return at1 / n, at5 / n, reciprocal / n, misses
 
 
-def quality(show_misses: bool = False) -> None:
+def quality(show_misses: bool = False, fit_only: bool = False) -> None:
     catalog = fixture_catalog()
     print(f"catalog: {len(catalog.available_tools)} tools")
     fit_parts: list[tuple[str, list[dict[str, Any]]]] = []
@@ -75,7 +80,10 @@ def quality(show_misses: bool = False) -> None:
     fit = [c for _, cases in fit_parts for c in cases]
     floor_all = _load("queries_heldout_h20.json")
     floor = [c for c in floor_all if c["expected"]]
-    rows = [*(("  fit: " + n, c) for n, c in fit_parts), ("FIT (all)", fit), ("FLOOR", floor)]
+    floor_c = _load("queries_heldout_h20c.json")
+    rows = [*(("  fit: " + n, c) for n, c in fit_parts), ("FIT (all)", fit)]
+    if not fit_only:
+        rows += [("FLOOR (h20)", floor), ("FLOOR (h20c)", floor_c)]
     for name, cases in rows:
         at1, at5, mrr, misses = _score(catalog, cases)
         print(
@@ -85,10 +93,10 @@ def quality(show_misses: bool = False) -> None:
         if show_misses and name == "FIT (all)":
             for query, expected, got in misses:
                 print(f"    miss: {query!r}: expected {expected}, top 5 {got}")
-    for name, misses_set, real in (
-        ("fit", _load("queries_misses_fit.json"), fit),
-        ("floor", [c for c in floor_all if not c["expected"]], floor),
-    ):
+    weak_rows = [("fit", _load("queries_misses_fit.json"), fit)]
+    if not fit_only:
+        weak_rows.append(("floor", [c for c in floor_all if not c["expected"]], floor))
+    for name, misses_set, real in weak_rows:
         caught = sum(search_catalog(catalog, c["query"]).weak for c in misses_set)
         wrong = sum(search_catalog(catalog, c["query"]).weak for c in real)
         print(
@@ -118,7 +126,7 @@ def latency(size: int) -> None:
 
 
 if __name__ == "__main__":
-    quality(show_misses="--misses" in sys.argv)
+    quality(show_misses="--misses" in sys.argv, fit_only="--fit-only" in sys.argv)
     if "--no-latency" not in sys.argv:
         latency(10_000)
         latency(47_000)
