@@ -7,7 +7,8 @@ petstore) for the two kinds of query sets (docs/adr/0031):
 
 - FIT: every set the ranking was designed or tuned on (``queries.json`` with its
   development and validation parts, ``queries_heldout.json``,
-  ``queries_heldout_2026_12.json``); weights and rules are chosen on these only;
+  ``queries_heldout_2026_12.json``, ``queries_fit_h20c.json``); weights and rules are
+  chosen on these only;
 - FLOOR: ``queries_heldout_h20.json``, written before the ranking changes of issue 20 and
   never used to choose anything; the figure to believe;
 - FLOOR h20c: ``queries_heldout_h20c.json``, a second never-tuned set, committed before the
@@ -76,7 +77,10 @@ def quality(show_misses: bool = False, fit_only: bool = False) -> None:
     for case in fixture_queries():
         by_set.setdefault(case.get("set", "development"), []).append(case)
     fit_parts += [(f"queries.json {name}", cases) for name, cases in by_set.items()]
-    fit_parts += [(n, _load(n)) for n in ("queries_heldout.json", "queries_heldout_2026_12.json")]
+    fit_parts += [
+        (n, _load(n))
+        for n in ("queries_heldout.json", "queries_heldout_2026_12.json", "queries_fit_h20c.json")
+    ]
     fit = [c for _, cases in fit_parts for c in cases]
     floor_all = _load("queries_heldout_h20.json")
     floor = [c for c in floor_all if c["expected"]]

@@ -47,9 +47,11 @@ async def test_everyday_needs_find_their_tools(tmp_path: Path) -> None:
     assert names.index("deletePet") > names.index("addPet"), names
     # No vocabulary maps "remember"/"fact"/"person" to the memory server's words any more
     # (it existed for this one query, issue 22): the search says it has no good match
-    # instead of presenting unrelated hits as answers, and the tool's own words find it.
-    assert remember.weak and remember.hits == (), remember.to_text()
-    assert remember.note == "no tool matched; try fewer or more general words, or another source"
+    # instead of presenting unrelated hits as answers (the general lexicon may still find
+    # a distant relative of a word, docs/adr/0034), and the tool's own words find it.
+    assert remember.weak, remember.to_text()
+    assert remember.note is not None
+    assert remember.note.startswith("no tool") and "add_observations" not in remember.note
     assert observe.hits[0].address == "tools.memory.add_observations", observe.to_text()
     assert not observe.weak
     # Naming the destructive action brings the destructive tool first.

@@ -22,10 +22,11 @@ from codemodekit.search.search import search_catalog
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "search"
 # Two kinds of query sets (tests/fixtures/search/README.md, docs/adr/0031):
 # - the FIT set: every set the ranking was ever designed or tuned on (queries.json,
-#   queries_heldout.json, queries_heldout_2026_12.json) and queries_misses_fit.json;
+#   queries_heldout.json, queries_heldout_2026_12.json, queries_fit_h20c.json) and
+#   queries_misses_fit.json;
 # - the FLOOR set, queries_heldout_h20.json: written before the ranking changes of issue 20
 #   and committed on its own first; never used to choose a rule, a word or a weight.
-FIT_FILES = ("queries_heldout.json", "queries_heldout_2026_12.json")
+FIT_FILES = ("queries_heldout.json", "queries_heldout_2026_12.json", "queries_fit_h20c.json")
 FLOOR_FILE = FIXTURES / "queries_heldout_h20.json"
 RECALL_AT_5_FLOOR = 0.85
 """Recall@5 of the needs through the real OpenAPI provider (full descriptions)."""
@@ -69,13 +70,16 @@ def _ranks(cases: list[dict[str, Any]]) -> list[int | None]:
 
 
 def test_recall_on_the_fit_set() -> None:
-    # 161 needs; measured recall@1 0.870, recall@5 0.969 (0.839 / 0.963 before issue 20's
-    # changes, with the one-query vocabulary that issue 22 removed).
+    # 232 needs; measured recall@1 0.845, recall@5 0.961 (docs/adr/0034). The 161 older
+    # needs: 0.876 / 0.975 (0.870 / 0.969 before ADR 0034; 0.839 / 0.963 before issue 20's
+    # changes, with the one-query vocabulary that issue 22 removed); the 71 of
+    # queries_fit_h20c.json, scored blind on the ranking before ADR 0034: 0.648 / 0.845,
+    # after: 0.775 / 0.930 (they were then used to choose its rules).
     needs = _fit_needs()
-    assert len(needs) == 161
+    assert len(needs) == 232
     at1, at5 = _recall(needs)
-    assert at1 >= 0.85, f"recall@1 {at1:.3f}"
-    assert at5 >= 0.95, f"recall@5 {at5:.3f}"
+    assert at1 >= 0.84, f"recall@1 {at1:.3f}"
+    assert at5 >= 0.96, f"recall@5 {at5:.3f}"
 
 
 def test_recall_on_the_floor_set_never_tuned_on() -> None:
@@ -97,10 +101,11 @@ def test_a_need_no_tool_answers_is_reported_as_a_weak_match() -> None:
     catalog = fixture_catalog_built()
     misses = _load("queries_misses_fit.json")
     flagged = [c["query"] for c in misses if search_catalog(catalog, c["query"]).weak]
-    # Measured on the fit side: 6 of 8 misses flagged, 1 of 161 real needs.
+    # Measured on the fit side: 6 of 8 misses flagged, 7 of 232 real needs (10 before
+    # docs/adr/0034; the rule itself is unchanged).
     assert len(flagged) >= 6, flagged
     real = [c["query"] for c in _fit_needs() if search_catalog(catalog, c["query"]).weak]
-    assert len(real) <= 2, real
+    assert len(real) <= 7, real
     picture = search_catalog(catalog, "show a picture", limit=3)
     assert picture.weak and picture.note is not None
     closest = ", ".join(h.address for h in picture.hits)

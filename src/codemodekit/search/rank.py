@@ -18,15 +18,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from codemodekit.catalog.catalog import Catalog, ToolDefinition
+from codemodekit.search.lexicon import related, warm
+from codemodekit.search.need import (
+    CHANGE,
+    SEE,
+    UNDO_VERBS,
+    YES_NO_WORDS,
+    asks_for_many,
+    names_change,
+    need_kind,
+    undoes,
+)
 from codemodekit.search.text import (
     ABBREVIATIONS,
     ACTION_VERBS,
-    COLLECTION_CUES,
     DESTRUCTIVE_VERBS,
     FIRST_PERSON,
     NEGATING_VERBS,
     QUANTITY_CUES,
     QUANTITY_TERMS,
+    READ_VERBS,
     SELF_TERMS,
     STOPWORDS,
     SYNONYMS,
@@ -51,6 +62,7 @@ _FIELDS: dict[str, tuple[float, float]] = {
     "description": (0.49, 0.75),
     "properties": (1.0, 0.5),
     "parameters": (0.3, 0.75),
+    "path": (0.5, 0.5),
 }
 """``lead`` is the tool's title and the description's first sentence (usually the summary):
 their words count twice. ``parameters``: the descriptions of the top-level properties."""
@@ -81,6 +93,15 @@ _DESTRUCTIVE_FACTOR = 0.7
 """A matched tool that deletes or removes, for a need that names no such action."""
 
 _LEAD = re.compile(r"(?<=[.!?])\s|\n")
+_READ_FACTOR = 0.85
+"""A tool that changes something, for a need that only asks to see (and the converse):
+the tool's ``readOnlyHint`` against ``need.need_kind``."""
+_SELF_WEIGHT = 1.0
+"""The caller's own terms (``authenticated``, ``current``, ``me``) for "my", "I", "me"."""
+_LEXICON_SYNONYM_WEIGHT = 0.5
+_LEXICON_BROADER_WEIGHT = 0.35
+"""A query word the catalog never uses stands for its lexicon synonyms and broader words
+(``search.lexicon``) at these weights."""
 _COLLECTION_WEIGHT = 0.8
 
 
@@ -103,6 +124,12 @@ class _Index:
     """Two terms adjacent in a tool's name -> those tools (``remove_label``: remove, label)."""
     family: dict[str, tuple[str, ...]]
     """A root -> the index terms derived from it (``invit``: invitation, invit)."""
+    reads: bytes
+    """Per tool: 1 when it declares it only reads (``readOnlyHint``), 2 when it declares it
+    changes something, 0 when it says neither."""
+    verb_reads: dict[str, bool]
+    """An action verb -> whether the catalog's tools performing it read (True) or change
+    (False), learned from their hints; verbs the hints do not settle are absent."""
 
 
 _cache: OrderedDict[str, _Index] = OrderedDict()
@@ -163,6 +190,21 @@ def _lead(tool: ToolDefinition) -> str:
     return lead
 
 
+def _path_text(tool: ToolDefinition) -> str:
+    """The literal segments of an HTTP operation's path (``GET /repos/{owner}/{repo}/
+    issues`` -> "repos issues"): the resource a tool acts on and its scope."""
+    operation = tool.provenance.get("operation")
+    if not isinstance(operation, str) or " " not in operation:
+        return ""
+    path = operation.split(" ", 1)[1]
+    return " ".join(s for s in path.split("/") if s and not s.startswith("{"))
+
+
+def _reads(tool: ToolDefinition) -> int:
+    hint = tool.annotations.get("readOnlyHint")
+    return SEE if hint is True else CHANGE if hint is False else 0
+
+
 def _build(available: Iterable[ToolDefinition]) -> _Index:
     tools = tuple(sorted(available, key=lambda t: t.address))
     count = len(tools)
@@ -179,6 +221,7 @@ def _build(available: Iterable[ToolDefinition]) -> _Index:
             [t for p in _property_names(tool.input_schema) for t in tokenize(p)]
         )
         field_terms["parameters"].append(tokenize(_parameter_text(tool.input_schema)))
+        field_terms["path"].append(tokenize(_path_text(tool)))
     averages = {
         f: (sum(map(len, docs)) / count if count else 0.0) or 1.0 for f, docs in field_terms.items()
     }
@@ -239,7 +282,18 @@ def _build(available: Iterable[ToolDefinition]) -> _Index:
     family: dict[str, list[str]] = {}
     for term in postings:
         family.setdefault(root(term), []).append(term)
+    reads = bytes(_reads(tool) for tool in tools)
+    warm()  # the lexicon loads with the index, not on the first query
+    votes: dict[str, list[int]] = {}
+    for doc, action in enumerate(actions):
+        if action is not None and reads[doc]:
+            votes.setdefault(action, [0, 0])[reads[doc] - 1] += 1
+    verb_reads = {
+        verb: r > w for verb, (r, w) in votes.items() if max(r, w) >= 4 * min(r, w) and r + w >= 2
+    }
     return _Index(
+        reads=reads,
+        verb_reads=verb_reads,
         family={r: tuple(terms) for r, terms in family.items() if len(terms) > 1},
         actions=actions,
         pairs={p: array("I", docs) for p, docs in pairs.items()},
@@ -252,7 +306,7 @@ def _build(available: Iterable[ToolDefinition]) -> _Index:
     )
 
 
-def _variants(index: _Index, term: str) -> list[tuple[str, float]]:
+def _variants(index: _Index, term: str, lexicon: bool = True) -> list[tuple[str, float]]:
     """The index terms a query term stands for, with their weight factor."""
     out: dict[str, float] = {}
     if term in index.postings:
@@ -262,6 +316,15 @@ def _variants(index: _Index, term: str) -> list[tuple[str, float]]:
             out.setdefault(synonym, _SYNONYM_WEIGHT)
     for relative in index.family.get(root(term), ()):
         out.setdefault(relative, _ROOT_WEIGHT)
+    if lexicon and term not in index.postings:
+        synonyms, broader = related(term)
+        for words_, weight in (
+            (synonyms, _LEXICON_SYNONYM_WEIGHT),
+            (broader, _LEXICON_BROADER_WEIGHT),
+        ):
+            for word in words_:
+                if word in index.postings and out.get(word, 0.0) < weight:
+                    out[word] = weight
     if len(term) >= 3 and not term.isdigit():
         start = bisect.bisect_left(index.vocabulary, term)
         added = 0
@@ -290,14 +353,16 @@ def _query_units(index: _Index, query: str) -> list[list[tuple[str, float]]]:
             seen.add(term)
             units.append(_variants(index, term))
 
-    for w in raw:
+    for at, w in enumerate(raw):
+        if undoes(raw, at):
+            continue  # "stop sharing": the need is to undo the sharing, not a "stop" tool
         if w in ABBREVIATIONS:
             for term in ABBREVIATIONS[w]:
                 add_word(term)
         elif w in FIRST_PERSON:
             if "\0self" not in seen:
                 seen.add("\0self")
-                units.append([(t, _SYNONYM_WEIGHT) for t in SELF_TERMS if t in index.postings])
+                units.append([(t, _SELF_WEIGHT) for t in SELF_TERMS if t in index.postings])
         elif w not in STOPWORDS:
             add_word(stem(w))
     for first, second in itertools.pairwise(raw):
@@ -314,23 +379,19 @@ def _query_units(index: _Index, query: str) -> list[list[tuple[str, float]]]:
         seen.add("\0count")
         counts = sorted({stem(t) for t in QUANTITY_TERMS} & index.postings.keys())
         units.append([(t, _SYNONYM_WEIGHT) for t in counts])
-    if "list" not in seen and "list" in index.postings and _asks_for_many(raw):
+    # "delete all patterns" is one change, not a listing.
+    if (
+        "list" not in seen
+        and "list" in index.postings
+        and asks_for_many(raw)
+        and not names_change(raw)
+    ):
         seen.add("list")
         units.append([("list", _COLLECTION_WEIGHT)])
     if not any(units):  # a query made only of stopwords still means something
         for w in raw:
             add_word(stem(w))
     return [unit for unit in units if unit][:MAX_QUERY_TERMS]
-
-
-def _asks_for_many(raw: list[str]) -> bool:
-    """Whether the need names a plural thing or all of something ("comments", "all repos")."""
-    for w in raw:
-        if w in COLLECTION_CUES:
-            return True
-        if w not in STOPWORDS and len(w) > 3 and w.endswith("s") and stem(w) != w:
-            return True
-    return False
 
 
 def _unit_scores(index: _Index, variants: list[tuple[str, float]]) -> dict[int, float]:
@@ -398,6 +459,8 @@ class _Intent:
     index: _Index
     weights: dict[str, tuple[float, float]]
     pairs: list[tuple[str, str]]
+    reads: int = 0
+    """1: the need only asks to see; 2: it asks for a change; 0: it does not say."""
 
     @property
     def most(self) -> float:
@@ -409,10 +472,15 @@ class _Intent:
     def apply(self, scores: dict[int, float]) -> None:
         actions = self.index.actions
         weights = self.weights
+        reads = self.index.reads
+        wanted = self.reads
         for doc, score in scores.items():
             weight = weights.get(actions[doc])  # type: ignore[arg-type]
             if weight is not None:
-                scores[doc] = score * weight[0] + weight[1]
+                score = score * weight[0] + weight[1]
+            if wanted and reads[doc] and reads[doc] != wanted:
+                score *= _READ_FACTOR
+            scores[doc] = score
         for pair in self.pairs:
             for doc in self.index.pairs.get(pair, ()):
                 if doc in scores:
@@ -428,11 +496,21 @@ def _intent(index: _Index, query: str) -> _Intent:
     # "who starred", "repositories I watched": a past participle names a state, not the
     # action wanted.
     named = {v for w in raw if (v := stem(w)) in ACTION_VERBS and not w.endswith("ed")}
+    if raw and raw[0] in YES_NO_WORDS:  # "does a team have access": a check answers
+        named.add("check")
+    undo = False
     for first, second in itertools.pairwise(raw):
         if first in NEGATING_VERBS:  # "stop following": the action is ``unfollow``
             named.discard(stem(second))
             named.add("un" + stem(second))
-    if _asks_for_many(raw):
+            if second.endswith("ing"):
+                # "stop sharing X with Y": undo the sharing (remove, disable, revoke).
+                named.discard(stem(first))
+                named.difference_update(SYNONYMS.get(stem(first), ()))
+                undo = True
+    if undo:
+        named.update(UNDO_VERBS)
+    if asks_for_many(raw) and not named - READ_VERBS - {"list"}:
         # "get all issues" is a listing: the read verbs stand for "list".
         named = {v for v in named if v != "get" and "get" not in SYNONYMS.get(v, ())}
         named.add("list")
@@ -442,7 +520,9 @@ def _intent(index: _Index, query: str) -> _Intent:
     if not named & DESTRUCTIVE_VERBS:
         weights.update((verb, (_DESTRUCTIVE_FACTOR, 0.0)) for verb in DESTRUCTIVE_VERBS)
     pairs = list(dict.fromkeys(itertools.pairwise(tokenize(query))))
-    return _Intent(index, weights, [p for p in pairs if p in index.pairs])
+    return _Intent(
+        index, weights, [p for p in pairs if p in index.pairs], need_kind(raw, index.verb_reads)
+    )
 
 
 def _has(index: _Index, term: str, doc: int) -> bool:
@@ -471,7 +551,8 @@ def word_coverage(index: _Index, query: str, doc: int) -> tuple[float, float]:
         generic = term in ACTION_VERBS or any(s in ACTION_VERBS for s in SYNONYMS.get(term, ()))
         weight = _VERB_SHARE if generic else 1.0
         total += weight
-        if any(_has(index, variant, doc) for variant, _ in _variants(index, term)):
+        # A word met only through the general lexicon is a distant relative: not a match.
+        if any(_has(index, v, doc) for v, _ in _variants(index, term, lexicon=False)):
             matched += weight
     return matched, total
 

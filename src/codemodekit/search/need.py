@@ -1,0 +1,111 @@
+"""What a need's wording says beyond its terms: whether it asks to see or to change
+something, and whether it asks for one thing or many. Read from the words alone (and, for
+verbs, from what the catalog's own tools declare), so ``rank.py`` can weigh tools by it.
+See docs/adr/0034.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from codemodekit.search.lexicon import verb_kind
+from codemodekit.search.text import (
+    ACTION_VERBS,
+    COLLECTION_CUES,
+    NEGATING_VERBS,
+    READ_VERBS,
+    STOPWORDS,
+    SYNONYMS,
+    stem,
+)
+
+QUESTION_WORDS = frozenset(
+    "what which who whom whose where when how is are was were does do did can has have".split()  # noqa: SIM905
+)
+"""A need that opens with one of these asks to see something."""
+YES_NO_WORDS = frozenset("is are was were does do did can has have".split())  # noqa: SIM905
+"""A need that opens with one of these asks a yes/no question: a ``check`` answers it."""
+SINGULAR_CUES = frozenset("one single specific particular given certain".split())  # noqa: SIM905
+"""A need naming one of something ("details of one runner") does not ask for a listing,
+whatever else in it is plural."""
+_FILLER = frozenset("please i want need to we us lets".split())  # noqa: SIM905
+UNDO_VERBS = tuple(stem(w) for w in ("remove", "disable", "revoke", "delete"))
+""""stop sharing X", "stop using X": the need undoes something; tools doing these answer."""
+
+SEE, CHANGE = 1, 2
+"""Kinds of need and of tool (0: unknown), as ``rank._Index.reads`` stores them."""
+
+
+def lead_position(raw: list[str]) -> int | None:
+    """Where the need's leading word is: its first word that is not a question word or
+    filler ("please", "I want to")."""
+    return next(
+        (i for i, w in enumerate(raw) if w not in _FILLER and w not in QUESTION_WORDS), None
+    )
+
+
+def lexicon_kind(raw: list[str]) -> str:
+    """The lexicon's kind ("r" sees, "w" changes; see ``lexicon.verb_kind``) of the need's
+    leading word when that reads as an imperative verb the catalog's vocabulary does not
+    name: not a catalog verb or synonym of one, not plural, and followed by a function word
+    or the end ("save a secret", "wipe all patterns"; not "commit history")."""
+    at = lead_position(raw)
+    if at is None:
+        return ""
+    word = raw[at]
+    term = stem(word)
+    if term in ACTION_VERBS or any(s in ACTION_VERBS for s in SYNONYMS.get(term, ())):
+        return ""
+    if word.endswith("s") and term != word:
+        return ""
+    if at + 1 < len(raw) and raw[at + 1] not in STOPWORDS and raw[at + 1] not in SINGULAR_CUES:
+        return ""
+    return verb_kind(term)
+
+
+def need_kind(raw: list[str], verb_reads: Mapping[str, bool]) -> int:
+    """Whether the need asks to see (``SEE``) or to change (``CHANGE``) something, or does
+    not say (0). From its first word: a question word sees; a verb sees or changes as the
+    catalog's tools performing it (or a synonym of it) declare (``verb_reads``); any other
+    verb as the lexicon classes it."""
+    first = next((w for w in raw if w not in _FILLER), None)
+    if first is None:
+        return 0
+    if first in QUESTION_WORDS:
+        return SEE
+    term = stem(first)
+    kinds = {verb_reads[v] for v in (term, *SYNONYMS.get(term, ())) if v in verb_reads}
+    if kinds:
+        return 0 if len(kinds) > 1 else SEE if kinds.pop() else CHANGE
+    kind = lexicon_kind(raw)
+    return SEE if kind == "r" else CHANGE if kind == "w" else 0
+
+
+def names_change(raw: list[str]) -> bool:
+    """Whether the need's leading verb changes something ("delete all", "save a")."""
+    at = lead_position(raw)
+    if at is None:
+        return False
+    term = stem(raw[at])
+    verbs = {term, *SYNONYMS.get(term, ())} & ACTION_VERBS
+    if not verbs:
+        return lexicon_kind(raw) == "w"
+    return not verbs & READ_VERBS
+
+
+def asks_for_many(raw: list[str]) -> bool:
+    """Whether the need names a plural thing or all of something ("comments", "all repos"),
+    and no single one of it."""
+    if any(w in SINGULAR_CUES for w in raw):
+        return False
+    for w in raw:
+        if w in COLLECTION_CUES:
+            return True
+        if w not in STOPWORDS and len(w) > 3 and w.endswith("s") and stem(w) != w:
+            return True
+    return False
+
+
+def undoes(raw: list[str], at: int) -> bool:
+    """Whether ``raw[at]`` negates the gerund after it ("stop sharing", "stop using")."""
+    return raw[at] in NEGATING_VERBS and at + 1 < len(raw) and raw[at + 1].endswith("ing")
