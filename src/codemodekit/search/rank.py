@@ -514,6 +514,10 @@ def _intent(index: _Index, query: str) -> _Intent:
         # "get all issues" is a listing: the read verbs stand for "list".
         named = {v for v in named if v != "get" and "get" not in SYNONYMS.get(v, ())}
         named.add("list")
+    if any(stem(w) in DESTRUCTIVE_VERBS - ACTION_VERBS for w in raw):
+        # "wipe", "purge", "erase": a destructive word no tool is named by stands for the
+        # catalog's own destructive actions.
+        named.update(DESTRUCTIVE_VERBS & ACTION_VERBS)
     for verb in list(named):
         named.update(s for s in SYNONYMS.get(verb, ()) if s in ACTION_VERBS)
     weights = {verb: (1.0, _ACTION_BONUS) for verb in named}

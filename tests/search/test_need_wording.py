@@ -1,0 +1,116 @@
+"""What a need's wording says beyond its terms (docs/adr/0034), through ``search_catalog``:
+see versus change from the tools' own hints, the path's scope, verbs the catalog does not
+name, words it never uses, "stop doing", "one of", "all" with a change, yes/no questions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from codemodekit.catalog.catalog import Catalog
+from codemodekit.providers.base import Discovery, ToolSpec
+from codemodekit.search.search import search_catalog
+
+
+def _tool(name: str, description: str, operation: str | None = None) -> ToolSpec:
+    annotations: dict[str, Any] = {}
+    provenance: dict[str, Any] = {}
+    if operation is not None:
+        method = operation.split()[0]
+        annotations["readOnlyHint"] = method == "GET"
+        provenance["operation"] = operation
+    return ToolSpec(
+        name=name,
+        description=description,
+        input_schema={"type": "object", "properties": {}},
+        annotations=annotations,
+        provenance=provenance,
+    )
+
+
+def _catalog(*tools: ToolSpec) -> Catalog:
+    return Catalog.build({"api": Discovery(tools=tools)})
+
+
+def _first(catalog: Catalog, query: str) -> str:
+    return search_catalog(catalog, query).hits[0].name
+
+
+SECRETS = _catalog(
+    _tool("list_secrets", "List secrets of the user's workspaces.", "GET /user/secrets"),
+    _tool("put_secret", "Put a secret in the user's workspaces.", "PUT /user/secrets/{name}"),
+    _tool("get_secret_value", "Get a secret value.", "GET /user/secrets/{name}/value"),
+    _tool("delete_patterns", "Delete custom patterns in bulk.", "DELETE /patterns"),
+    _tool("list_patterns", "List custom patterns.", "GET /patterns"),
+    _tool("open_ticket", "Open a ticket.", "POST /tickets"),
+)
+
+
+def test_a_verb_the_catalog_does_not_name_is_read_as_a_change() -> None:
+    # "save" and "wipe" are neither tool verbs nor synonyms of one: the lexicon classes
+    # them as changing something, so the tools that only read rank below the ones that
+    # change, and "all patterns" is one change, not a listing.
+    assert _first(SECRETS, "save a secret in my workspaces") == "put_secret"
+    assert _first(SECRETS, "wipe all custom patterns") == "delete_patterns"
+    # A verb that perceives stays a read.
+    assert _first(SECRETS, "inspect the secrets of my workspaces") == "list_secrets"
+
+
+def test_a_need_that_asks_to_see_prefers_tools_that_only_read() -> None:
+    catalog = _catalog(
+        _tool("budget_edit", "Edit the budget of a team.", "PATCH /teams/{t}/budget"),
+        _tool("budget_view", "View the budget of a team.", "GET /teams/{t}/budget"),
+    )
+    assert _first(catalog, "what is the budget of this team") == "budget_view"
+    assert _first(catalog, "change the budget of a team") == "budget_edit"
+    # Tools that declare nothing: the rule stays out of the way (ties break by address).
+    bare = _catalog(
+        _tool("budget_edit", "Edit the budget of a team."),
+        _tool("budget_view", "View the budget of a team."),
+    )
+    assert _first(bare, "what is the budget of this team") == "budget_edit"
+
+
+def test_the_path_tells_the_scope() -> None:
+    catalog = _catalog(
+        _tool("limit_one", "Get the retention limit.", "GET /enterprises/{e}/cache/limit"),
+        _tool("limit_two", "Get the retention limit.", "GET /orgs/{o}/cache/limit"),
+    )
+    assert _first(catalog, "cache retention limit of an enterprise") == "limit_one"
+    assert _first(catalog, "cache retention limit of the orgs") == "limit_two"
+
+
+def test_a_word_the_catalog_never_uses_finds_its_synonym_as_a_weak_match() -> None:
+    catalog = _catalog(
+        _tool("get_picture", "Get the image of a pet.", "GET /pets/{id}/image"),
+        _tool("get_owner", "Get the owner of a pet.", "GET /pets/{id}/owner"),
+    )
+    response = search_catalog(catalog, "show a photograph")
+    assert response.hits[0].name == "get_picture"
+    # Found only through the lexicon: the response still admits it is a weak match.
+    assert response.weak
+
+
+def test_stop_doing_something_undoes_it() -> None:
+    catalog = _catalog(
+        _tool("stop_server", "Stop a running server.", "POST /servers/{s}/stop"),
+        _tool("remove_share", "Remove a repository from a shared secret.", "DELETE /s/{r}"),
+        _tool("add_share", "Add a repository to a shared secret.", "PUT /s/{r}"),
+    )
+    assert _first(catalog, "stop sharing a secret with a repository") == "remove_share"
+
+
+def test_one_of_many_is_not_a_listing() -> None:
+    catalog = _catalog(
+        _tool("list_runners", "List self-hosted runners.", "GET /runners"),
+        _tool("get_runner", "Get a self-hosted runner.", "GET /runners/{id}"),
+    )
+    assert _first(catalog, "details of one self-hosted runner") == "get_runner"
+    assert _first(catalog, "all self-hosted runners") == "list_runners"
+
+
+def test_a_yes_no_question_prefers_a_check() -> None:
+    catalog = _catalog(
+        _tool("team_list_repos", "Repositories a team has access to.", "GET /t/{t}/repos"),
+        _tool("team_repo_check", "Whether a team has access to a repository.", "GET /t/{t}/r/{r}"),
+    )
+    assert _first(catalog, "does a team have access to a repository") == "team_repo_check"
