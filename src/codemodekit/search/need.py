@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from codemodekit.search.lexicon import verb_kind
+from codemodekit.search.lexicon import related, verb_kind
 from codemodekit.search.text import (
     ACTION_VERBS,
     COLLECTION_CUES,
@@ -31,6 +31,10 @@ whatever else in it is plural."""
 _FILLER = frozenset("please i want need to we us lets".split())  # noqa: SIM905
 UNDO_VERBS = tuple(stem(w) for w in ("remove", "disable", "revoke", "delete"))
 """"stop sharing X", "stop using X": the need undoes something; tools doing these answer."""
+
+_ARTICLE = True
+PARTICLES = frozenset("away off back out up down over".split())  # noqa: SIM905
+"""Adverb particles of English phrasal verbs ("throw away", "take off", "bring back")."""
 
 SEE, CHANGE = 1, 2
 """Kinds of need and of tool (0: unknown), as ``rank._Index.reads`` stores them."""
@@ -98,6 +102,13 @@ def asks_for_many(raw: list[str]) -> bool:
     and no single one of it."""
     if any(w in SINGULAR_CUES for w in raw):
         return False
+    at = lead_position(raw)
+    if (
+        _ARTICLE
+        and at is not None
+        and (raw[at] in ("a", "an") or (at + 1 < len(raw) and raw[at + 1] in ("a", "an")))
+    ):
+        return False  # "store a secret", "an older version": one thing
     for w in raw:
         if w in COLLECTION_CUES:
             return True
@@ -109,3 +120,16 @@ def asks_for_many(raw: list[str]) -> bool:
 def undoes(raw: list[str], at: int) -> bool:
     """Whether ``raw[at]`` negates the gerund after it ("stop sharing", "stop using")."""
     return raw[at] in NEGATING_VERBS and at + 1 < len(raw) and raw[at + 1].endswith("ing")
+
+
+def phrasal_actions(raw: list[str], actions: frozenset[str]) -> set[str]:
+    """The catalog actions (``actions``) a leading phrasal verb stands for in the lexicon:
+    "throw away" -> remove, "take away" -> remove. Empty for other needs."""
+    at = lead_position(raw)
+    if at is None or at + 1 >= len(raw) or raw[at + 1] not in PARTICLES:
+        return set()
+    for words in related(f"{raw[at]}_{raw[at + 1]}"):
+        found = set(words) & actions
+        if found:
+            return found
+    return set()

@@ -27,6 +27,7 @@ from codemodekit.search.need import (
     asks_for_many,
     names_change,
     need_kind,
+    phrasal_actions,
     undoes,
 )
 from codemodekit.search.text import (
@@ -498,6 +499,7 @@ def _intent(index: _Index, query: str) -> _Intent:
     named = {v for w in raw if (v := stem(w)) in ACTION_VERBS and not w.endswith("ed")}
     if raw and raw[0] in YES_NO_WORDS:  # "does a team have access": a check answers
         named.add("check")
+    named |= phrasal_actions(raw, ACTION_VERBS)  # "throw away" -> remove
     undo = False
     for first, second in itertools.pairwise(raw):
         if first in NEGATING_VERBS:  # "stop following": the action is ``unfollow``
