@@ -114,3 +114,24 @@ def test_a_yes_no_question_prefers_a_check() -> None:
         _tool("team_repo_check", "Whether a team has access to a repository.", "GET /t/{t}/r/{r}"),
     )
     assert _first(catalog, "does a team have access to a repository") == "team_repo_check"
+
+
+def test_a_phrasal_verb_stands_for_the_action_it_means() -> None:
+    catalog = _catalog(
+        _tool("get_gist", "Get a gist.", "GET /gists/{id}"),
+        _tool("delete_gist", "Delete a gist.", "DELETE /gists/{id}"),
+        _tool("star_gist", "Star a gist.", "PUT /gists/{id}/star"),
+    )
+    # "throw away" is related to "remove" in the lexicon; without it the destructive tool
+    # ranks below the others for a need that names no destructive word.
+    assert _first(catalog, "throw away a gist") == "delete_gist"
+
+
+def test_a_plural_word_after_a_or_an_is_not_a_listing() -> None:
+    catalog = _catalog(
+        _tool("list_secrets", "List the secrets of workspaces.", "GET /secrets"),
+        _tool("secret_put", "Keep a secret of workspaces.", "PUT /secrets/{name}"),
+    )
+    # "Workspaces" is plural, but the need names one secret ("a"): no listing is asked for
+    # (and "store" is mostly a noun: the lexicon gives no verb kind to go by).
+    assert _first(catalog, "store a workspaces secret") == "secret_put"

@@ -22,11 +22,16 @@ from codemodekit.search.search import search_catalog
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "search"
 # Two kinds of query sets (tests/fixtures/search/README.md, docs/adr/0031):
 # - the FIT set: every set the ranking was ever designed or tuned on (queries.json,
-#   queries_heldout.json, queries_heldout_2026_12.json, queries_fit_h20c.json) and
-#   queries_misses_fit.json;
+#   queries_heldout.json, queries_heldout_2026_12.json, queries_fit_h20c.json,
+#   queries_fit_h20c_b.json) and queries_misses_fit.json;
 # - the FLOOR set, queries_heldout_h20.json: written before the ranking changes of issue 20
 #   and committed on its own first; never used to choose a rule, a word or a weight.
-FIT_FILES = ("queries_heldout.json", "queries_heldout_2026_12.json", "queries_fit_h20c.json")
+FIT_FILES = (
+    "queries_heldout.json",
+    "queries_heldout_2026_12.json",
+    "queries_fit_h20c.json",
+    "queries_fit_h20c_b.json",
+)
 FLOOR_FILE = FIXTURES / "queries_heldout_h20.json"
 RECALL_AT_5_FLOOR = 0.85
 """Recall@5 of the needs through the real OpenAPI provider (full descriptions)."""
@@ -70,16 +75,17 @@ def _ranks(cases: list[dict[str, Any]]) -> list[int | None]:
 
 
 def test_recall_on_the_fit_set() -> None:
-    # 232 needs; measured recall@1 0.845, recall@5 0.966 (docs/adr/0034). The 161 older
-    # needs: 0.876 / 0.975 (0.870 / 0.969 before ADR 0034; 0.839 / 0.963 before issue 20's
-    # changes, with the one-query vocabulary that issue 22 removed); the 71 of
-    # queries_fit_h20c.json, scored blind on the ranking before ADR 0034: 0.648 / 0.845,
-    # after: 0.775 / 0.944 (they were then used to choose its rules).
+    # 297 needs; measured recall@1 0.791, recall@5 0.943 (0.731 / 0.902 before docs/adr/0034).
+    # The 161 older needs: 0.876 / 0.975 (0.870 / 0.969 before ADR 0034; 0.839 / 0.963
+    # before issue 20's changes, with the one-query vocabulary that issue 22 removed). The
+    # 71 of queries_fit_h20c.json and 65 of queries_fit_h20c_b.json were each scored blind
+    # first (0.648 / 0.845 and 0.538 / 0.831), then used to choose ADR 0034's rules: after,
+    # 0.803 / 0.944 and 0.569 / 0.862.
     needs = _fit_needs()
-    assert len(needs) == 232
+    assert len(needs) == 297
     at1, at5 = _recall(needs)
-    assert at1 >= 0.84, f"recall@1 {at1:.3f}"
-    assert at5 >= 0.96, f"recall@5 {at5:.3f}"
+    assert at1 >= 0.79, f"recall@1 {at1:.3f}"
+    assert at5 >= 0.94, f"recall@5 {at5:.3f}"
 
 
 def test_recall_on_the_floor_set_never_tuned_on() -> None:
@@ -101,11 +107,11 @@ def test_a_need_no_tool_answers_is_reported_as_a_weak_match() -> None:
     catalog = fixture_catalog_built()
     misses = _load("queries_misses_fit.json")
     flagged = [c["query"] for c in misses if search_catalog(catalog, c["query"]).weak]
-    # Measured on the fit side: 6 of 8 misses flagged, 7 of 232 real needs (10 before
+    # Measured on the fit side: 6 of 8 misses flagged, 15 of 297 real needs (16 before
     # docs/adr/0034; the rule itself is unchanged).
     assert len(flagged) >= 6, flagged
     real = [c["query"] for c in _fit_needs() if search_catalog(catalog, c["query"]).weak]
-    assert len(real) <= 7, real
+    assert len(real) <= 15, real
     picture = search_catalog(catalog, "show a picture", limit=3)
     assert picture.weak and picture.note is not None
     closest = ", ".join(h.address for h in picture.hits)
