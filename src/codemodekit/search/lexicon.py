@@ -27,15 +27,19 @@ _Related = tuple[tuple[str, ...], tuple[str, ...]]
 
 
 @functools.cache
-def _tables() -> tuple[dict[str, _Related], dict[str, str]]:
+def _tables() -> tuple[dict[str, _Related], dict[str, str], dict[str, tuple[str, ...]]]:
     raw = resources.files("codemodekit.search").joinpath("lexicon.tsv.gz").read_bytes()
     table: dict[str, _Related] = {}
     kinds: dict[str, str] = {}
+    family: dict[str, tuple[str, ...]] = {}
     for line in gzip.decompress(raw).decode("utf-8").splitlines():
-        lemma, synonyms, broader, kind = line.split("\t")
+        lemma, synonyms, broader, kind, derived = line.split("\t")
         key = stem(lemma) if "_" not in lemma else lemma
         if kind:
             kinds[key] = kind if kinds.get(key, kind) == kind else "?"
+        if derived:
+            words = (w for w in map(stem, derived.split()) if w != key)
+            family[key] = tuple(dict.fromkeys((*family.get(key, ()), *words)))
         if not synonyms and not broader:
             continue
         old = table.get(key, ((), ()))
@@ -43,7 +47,7 @@ def _tables() -> tuple[dict[str, _Related], dict[str, str]]:
             tuple(dict.fromkeys((*old[0], *map(stem, synonyms.split())))),
             tuple(dict.fromkeys((*old[1], *map(stem, broader.split())))),
         )
-    return table, {k: v for k, v in kinds.items() if v != "?"}
+    return table, {k: v for k, v in kinds.items() if v != "?"}, family
 
 
 def related(term: str) -> _Related:
@@ -56,6 +60,12 @@ def verb_kind(term: str) -> str:
     knows (see, inspect, choose), "w" when it changes, makes, moves or gives something
     (save, wipe, give); "" otherwise."""
     return _tables()[1].get(term, "")
+
+
+def derived(term: str) -> tuple[str, ...]:
+    """Words of the same family as a stemmed term by WordNet's derivation links (approv ->
+    approval, visibility -> visibl, publicly -> public), stemmed."""
+    return _tables()[2].get(term, ())
 
 
 def warm() -> None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from codemodekit.catalog.catalog import Catalog, ToolDefinition
-from codemodekit.search.lexicon import related, warm
+from codemodekit.search.lexicon import derived, related, warm
 from codemodekit.search.need import (
     CHANGE,
     SEE,
@@ -98,6 +98,7 @@ _READ_FACTOR = 0.85
 """A tool that changes something, for a need that only asks to see (and the converse):
 the tool's ``readOnlyHint`` against ``need.need_kind``."""
 _SELF_WEIGHT = 1.0
+_DERIVED_WEIGHT = 0.5
 """The caller's own terms (``authenticated``, ``current``, ``me``) for "my", "I", "me"."""
 _LEXICON_SYNONYM_WEIGHT = 0.5
 _LEXICON_BROADER_WEIGHT = 0.35
@@ -317,6 +318,9 @@ def _variants(index: _Index, term: str, lexicon: bool = True) -> list[tuple[str,
             out.setdefault(synonym, _SYNONYM_WEIGHT)
     for relative in index.family.get(root(term), ()):
         out.setdefault(relative, _ROOT_WEIGHT)
+    for relative in derived(term):
+        if relative in index.postings and out.get(relative, 0.0) < _DERIVED_WEIGHT:
+            out[relative] = _DERIVED_WEIGHT
     if lexicon and term not in index.postings:
         synonyms, broader = related(term)
         for words_, weight in (
