@@ -146,3 +146,14 @@ def test_words_of_one_family_meet_through_the_lexicon() -> None:
     # "approval" and "approve" share no stem or suffix rule; WordNet's derivation links
     # join them (the catalog knows "approval", so this is not the unknown-word rule).
     assert _first(catalog, "approval of a workflow run") == "workflow_run_ok"
+
+
+def test_a_leading_word_the_catalog_never_uses_is_read_as_the_verb_it_is() -> None:
+    catalog = _catalog(
+        _tool("stack_list", "List the items of a stack.", "GET /stacks/{s}/items"),
+        _tool("stack_add", "Add items to a stack.", "POST /stacks/{s}/items"),
+    )
+    # "append" is no word of the catalog and is mostly a verb: the need changes something,
+    # so "items" (plural) does not make it a listing. A catalog word before a noun may be
+    # a noun itself ("commit history"), so that reading needs the word to be unknown.
+    assert _first(catalog, "append items to a stack") == "stack_add"

@@ -6,7 +6,7 @@ See docs/adr/0034.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 
 from codemodekit.search.lexicon import related, verb_kind
 from codemodekit.search.text import (
@@ -48,11 +48,13 @@ def lead_position(raw: list[str]) -> int | None:
     )
 
 
-def lexicon_kind(raw: list[str]) -> str:
+def lexicon_kind(raw: list[str], vocabulary: Container[str] = ()) -> str:
     """The lexicon's kind ("r" sees, "w" changes; see ``lexicon.verb_kind``) of the need's
-    leading word when that reads as an imperative verb the catalog's vocabulary does not
-    name: not a catalog verb or synonym of one, not plural, and followed by a function word
-    or the end ("save a secret", "wipe all patterns"; not "commit history")."""
+    leading word when that reads as an imperative verb the catalog's verbs do not name: not
+    a catalog verb or synonym of one, not plural, and either followed by a function word or
+    the end ("save a secret", "wipe all patterns") or a word the catalog (``vocabulary``)
+    never uses ("append pull requests"); a catalog word before a noun may be a noun itself
+    ("commit history")."""
     at = lead_position(raw)
     if at is None:
         return ""
@@ -62,12 +64,19 @@ def lexicon_kind(raw: list[str]) -> str:
         return ""
     if word.endswith("s") and term != word:
         return ""
-    if at + 1 < len(raw) and raw[at + 1] not in STOPWORDS and raw[at + 1] not in SINGULAR_CUES:
+    if (
+        at + 1 < len(raw)
+        and raw[at + 1] not in STOPWORDS
+        and raw[at + 1] not in SINGULAR_CUES
+        and term in vocabulary
+    ):
         return ""
     return verb_kind(term)
 
 
-def need_kind(raw: list[str], verb_reads: Mapping[str, bool]) -> int:
+def need_kind(
+    raw: list[str], verb_reads: Mapping[str, bool], vocabulary: Container[str] = ()
+) -> int:
     """Whether the need asks to see (``SEE``) or to change (``CHANGE``) something, or does
     not say (0). From its first word: a question word sees; a verb sees or changes as the
     catalog's tools performing it (or a synonym of it) declare (``verb_reads``); any other
@@ -81,11 +90,11 @@ def need_kind(raw: list[str], verb_reads: Mapping[str, bool]) -> int:
     kinds = {verb_reads[v] for v in (term, *SYNONYMS.get(term, ())) if v in verb_reads}
     if kinds:
         return 0 if len(kinds) > 1 else SEE if kinds.pop() else CHANGE
-    kind = lexicon_kind(raw)
+    kind = lexicon_kind(raw, vocabulary)
     return SEE if kind == "r" else CHANGE if kind == "w" else 0
 
 
-def names_change(raw: list[str]) -> bool:
+def names_change(raw: list[str], vocabulary: Container[str] = ()) -> bool:
     """Whether the need's leading verb changes something ("delete all", "save a")."""
     at = lead_position(raw)
     if at is None:
@@ -93,7 +102,7 @@ def names_change(raw: list[str]) -> bool:
     term = stem(raw[at])
     verbs = {term, *SYNONYMS.get(term, ())} & ACTION_VERBS
     if not verbs:
-        return lexicon_kind(raw) == "w"
+        return lexicon_kind(raw, vocabulary) == "w"
     return not verbs & READ_VERBS
 
 
@@ -126,7 +135,9 @@ def phrasal_actions(raw: list[str], actions: frozenset[str]) -> set[str]:
     """The catalog actions (``actions``) a leading phrasal verb stands for in the lexicon:
     "throw away" -> remove, "take away" -> remove. Empty for other needs."""
     at = lead_position(raw)
-    if at is None or at + 1 >= len(raw) or raw[at + 1] not in PARTICLES:
+    if at is None:
+        return set()
+    if at + 1 >= len(raw) or raw[at + 1] not in PARTICLES:
         return set()
     for words in related(f"{raw[at]}_{raw[at + 1]}"):
         found = set(words) & actions

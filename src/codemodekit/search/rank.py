@@ -389,7 +389,7 @@ def _query_units(index: _Index, query: str) -> list[list[tuple[str, float]]]:
         "list" not in seen
         and "list" in index.postings
         and asks_for_many(raw)
-        and not names_change(raw)
+        and not names_change(raw, index.postings)
     ):
         seen.add("list")
         units.append([("list", _COLLECTION_WEIGHT)])
@@ -531,7 +531,10 @@ def _intent(index: _Index, query: str) -> _Intent:
         weights.update((verb, (_DESTRUCTIVE_FACTOR, 0.0)) for verb in DESTRUCTIVE_VERBS)
     pairs = list(dict.fromkeys(itertools.pairwise(tokenize(query))))
     return _Intent(
-        index, weights, [p for p in pairs if p in index.pairs], need_kind(raw, index.verb_reads)
+        index,
+        weights,
+        [p for p in pairs if p in index.pairs],
+        need_kind(raw, index.verb_reads, index.postings),
     )
 
 
