@@ -157,3 +157,14 @@ def test_a_leading_word_the_catalog_never_uses_is_read_as_the_verb_it_is() -> No
     # so "items" (plural) does not make it a listing. A catalog word before a noun may be
     # a noun itself ("commit history"), so that reading needs the word to be unknown.
     assert _first(catalog, "append items to a stack") == "stack_add"
+
+
+def test_an_action_word_used_as_a_noun_names_no_action() -> None:
+    from tests.fixtures.search.catalog_fixture import fixture_catalog_built
+
+    catalog = fixture_catalog_built()
+    # "run" after "workflow" is a thing, not the action: no re-run tool answers.
+    names = [h.name for h in search_catalog(catalog, "the latest workflow run", limit=3).hits]
+    assert not any("re_run" in n for n in names), names
+    # Leading the need, it is the action.
+    assert "re_run" in search_catalog(catalog, "run a workflow again").hits[0].name

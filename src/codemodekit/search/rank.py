@@ -25,6 +25,7 @@ from codemodekit.search.need import (
     UNDO_VERBS,
     YES_NO_WORDS,
     asks_for_many,
+    lead_position,
     names_change,
     need_kind,
     phrasal_actions,
@@ -98,6 +99,8 @@ _READ_FACTOR = 0.85
 """A tool that changes something, for a need that only asks to see (and the converse):
 the tool's ``readOnlyHint`` against ``need.need_kind``."""
 _SELF_WEIGHT = 1.0
+_VERB_BEFORE = frozenset("and or then to also please i we you they".split())  # noqa: SIM905
+"""Words after which an action word stands as a verb ("find and delete", "I watch")."""
 _DERIVED_WEIGHT = 0.5
 """The caller's own terms (``authenticated``, ``current``, ``me``) for "my", "I", "me"."""
 _LEXICON_SYNONYM_WEIGHT = 0.5
@@ -500,7 +503,16 @@ def _intent(index: _Index, query: str) -> _Intent:
     raw = words(query)
     # "who starred", "repositories I watched": a past participle names a state, not the
     # action wanted.
-    named = {v for w in raw if (v := stem(w)) in ACTION_VERBS and not w.endswith("ed")}
+    # An action word counts where a verb stands: leading the need, or after "and", "to",
+    # a subject ("I", "we"); not as a noun ("a review", "pull request", "check runs").
+    lead = lead_position(raw)
+    named = {
+        v
+        for i, w in enumerate(raw)
+        if (v := stem(w)) in ACTION_VERBS
+        and not w.endswith("ed")
+        and (i == lead or i == 0 or raw[i - 1] in _VERB_BEFORE)
+    }
     if raw and raw[0] in YES_NO_WORDS:  # "does a team have access": a check answers
         named.add("check")
     named |= phrasal_actions(raw, ACTION_VERBS)  # "throw away" -> remove
