@@ -24,8 +24,9 @@ FIXTURES = Path(__file__).parents[1] / "fixtures" / "search"
 # - the FIT set: every set the ranking was ever designed or tuned on (queries.json,
 #   queries_heldout.json, queries_heldout_2026_12.json, queries_fit_h20c.json,
 #   queries_fit_h20c_b.json) and queries_misses_fit.json;
-# - the FLOOR set, queries_heldout_h20.json: written before the ranking changes of issue 20
-#   and committed on its own first; never used to choose a rule, a word or a weight.
+# - the FLOOR sets, queries_heldout_h20.json and queries_heldout_h20c.json: each written
+#   before a ranking change (issue 20's; ADR 0034's) and committed on its own first; never
+#   used to choose a rule, a word or a weight.
 FIT_FILES = (
     "queries_heldout.json",
     "queries_heldout_2026_12.json",
@@ -33,6 +34,7 @@ FIT_FILES = (
     "queries_fit_h20c_b.json",
 )
 FLOOR_FILE = FIXTURES / "queries_heldout_h20.json"
+FLOOR_FILE_2 = FIXTURES / "queries_heldout_h20c.json"
 RECALL_AT_5_FLOOR = 0.85
 """Recall@5 of the needs through the real OpenAPI provider (full descriptions)."""
 
@@ -90,16 +92,29 @@ def test_recall_on_the_fit_set() -> None:
 
 def test_recall_on_the_floor_set_never_tuned_on() -> None:
     # 44 needs, never tuned on. Measured before the changes of issue 20: recall@1 0.659,
-    # recall@5 0.864; after: 0.682 and 0.864. Issue 20 asks for 0.85 / 0.95: NOT met by
-    # this lexical model (docs/adr/0031). This floor catches a collapse; raise it only
-    # with a change chosen on the fit set.
+    # recall@5 0.864; after ADR 0031: 0.682 / 0.864; after ADR 0034: 0.773 / 0.932. Issue
+    # 20 asks for 0.85 / 0.95: NOT met. This floor catches a regression; raise it only
+    # with a change chosen on the fit sets.
     cases = _load(FLOOR_FILE)
     names = {f"{t['source']}.{t['name']}" for t in fixture_tools()}
     assert all(set(c["expected"]) <= names for c in cases)
     needs = [c for c in cases if c["expected"]]
     assert len(needs) == 44
     at1, at5 = _recall(needs)
-    assert at1 >= 0.65, f"recall@1 {at1:.3f}"
+    assert at1 >= 0.77, f"recall@1 {at1:.3f}"
+    assert at5 >= 0.93, f"recall@5 {at5:.3f}"
+
+
+def test_recall_on_the_second_floor_set_never_tuned_on() -> None:
+    # 115 needs, committed before any change of ADR 0034 and scored once, after it:
+    # recall@1 0.557, recall@5 0.843 (the ranking before ADR 0034: 0.478 / 0.800, measured
+    # afterwards). Issue 20's 0.85 / 0.95: NOT met. A floor against regressions.
+    cases = _load(FLOOR_FILE_2)
+    names = {f"{t['source']}.{t['name']}" for t in fixture_tools()}
+    assert all(set(c["expected"]) <= names for c in cases)
+    assert len(cases) == 115
+    at1, at5 = _recall(cases)
+    assert at1 >= 0.55, f"recall@1 {at1:.3f}"
     assert at5 >= 0.84, f"recall@5 {at5:.3f}"
 
 
