@@ -12,7 +12,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
@@ -40,6 +40,7 @@ from codemodekit.providers.base import (
     ToolProvider,
 )
 from codemodekit.run_result import RunResult
+from codemodekit.run_stop import RunStop, until_cancelled
 from codemodekit.runtime import DEFAULT_RUNTIME, RuntimeOptions
 from codemodekit.sandbox.base import (
     CodeSandbox,
@@ -90,71 +91,6 @@ _DEFAULT = _Default()
 
 LogCallback = Callable[[LogEntry], object]
 """Takes one ``console.*`` entry of a run as it is written (``CodeMode.run(on_log=)``)."""
-
-
-class _Stop(asyncio.Event):
-    """Set by ``CodeMode.cancel_all_runs``: ends one run with ``CANCELLED`` and a reason.
-    While the run's sandbox work is awaited, setting it cancels the run's task itself
-    (``_until_cancelled``): no waiter task per run."""
-
-    reason = ""
-    task: asyncio.Task[Any] | None = None
-
-    def set(self) -> None:
-        super().set()
-        if self.task is not None:
-            self.task.cancel()
-
-
-async def _until_cancelled(
-    work: Awaitable[SandboxOutcome], cancel: asyncio.Event | None, stop: _Stop
-) -> SandboxOutcome | None:
-    """``work``'s outcome, or ``None`` once ``cancel`` or ``stop`` is set (``work`` is
-    then cancelled: its worker killed, its tool calls cancelled)."""
-    if cancel is not None:
-        return await _until_set(work, cancel, stop)
-    task = asyncio.current_task()
-    if stop.is_set() or task is None:
-        if isinstance(work, Coroutine):
-            work.close()
-        else:
-            asyncio.ensure_future(work).cancel()
-        return None
-    cancelling = task.cancelling()
-    stop.task = task
-    try:
-        outcome = await work
-    except asyncio.CancelledError:
-        # Ours only when no one else cancelled the task as well.
-        if stop.is_set() and task.uncancel() <= cancelling:
-            return None
-        raise
-    finally:
-        stop.task = None
-    if stop.is_set() and task.cancelling() > cancelling:
-        task.uncancel()  # set as the work ended: the run is over, nothing to cancel
-    return outcome
-
-
-async def _until_set(
-    work: Awaitable[SandboxOutcome], *events: asyncio.Event
-) -> SandboxOutcome | None:
-    """``_until_cancelled`` with an event of the caller's: the work in a task of its own,
-    raced against a waiter per event."""
-    task = asyncio.ensure_future(work)
-    waiters = [asyncio.ensure_future(event.wait()) for event in events]
-    try:
-        await asyncio.wait((task, *waiters), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for waiter in waiters:
-            waiter.cancel()
-        if not task.done():
-            task.cancel()
-        # Wait for the sandbox to dispose its context and cancel its tool calls.
-        await asyncio.gather(task, *waiters, return_exceptions=True)
-    if task.cancelled():
-        return None
-    return task.result()
 
 
 def _sandbox_for(runtime: RuntimeOptions) -> CodeSandbox:
@@ -218,7 +154,7 @@ class CodeMode:
         self._described: dict[str, str] = {}
         self._joining: dict[str, asyncio.Task[Discovery | None]] = {}
         self._start_grace_s = start_grace_s
-        self._stops: set[_Stop] = set()
+        self._stops: set[RunStop] = set()
         self._state: Literal["new", "started", "closed"] = "new"
         self._observer: ObserverSet | None = None
         for observer in observers:
@@ -496,7 +432,7 @@ class CodeMode:
         on_log: LogCallback | None = None,
     ) -> RunResult:
         started = time.perf_counter()
-        stop = _Stop()
+        stop = RunStop()
         self._stops.add(stop)
         progress = RunProgress(execution_id, on_progress, self.limits.progress_events)
         progress.emit("started", "run started")
@@ -585,7 +521,7 @@ class CodeMode:
                 work = self._sandbox.run(program, bridge, self.limits)
             try:
                 async with asyncio.timeout_at(deadline):
-                    outcome = await _until_cancelled(work, cancel, stop)
+                    outcome = await until_cancelled(work, cancel, stop)
             except TimeoutError:
                 return result(
                     False,
