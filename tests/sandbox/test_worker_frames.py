@@ -158,3 +158,28 @@ async def test_a_calls_step_is_read_however_the_socket_splits_it(pair: _Pair, sp
     assert not step.done and step.diagnostic is None
     assert step.call_lines == ['[1,"a","b",{"x":"\u2028é"}]', '[2,"a","c",{}]']
     assert pair.worker.cpu_s == 0.25 and not pair.worker.killed
+
+
+async def test_a_worker_gone_from_proc_mid_slice_crashed_rather_than_ran_out_of_compute() -> None:
+    # The CPU backstop reads /proc/PID/stat when the slice's budget is up; a worker that is
+    # no longer there (its exit seen before its socket's close) ended its run by crashing.
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    ours, theirs = socket.socketpair()
+    ours.setblocking(False)
+    theirs.setblocking(False)
+    worker = Worker(gone.pid, ours, 0.0)
+    channel = _ProcessChannel(None, worker, b"{}", Limits(compute_time_ms=1))  # type: ignore[arg-type]
+    try:
+        started = asyncio.ensure_future(channel.start())
+        loop = asyncio.get_running_loop()
+        assert (await loop.sock_recv(theirs, 1 << 16))[4:5] == b"S"
+        await loop.sock_sendall(theirs, taken())  # it took the run, then nothing more
+        step = await asyncio.wait_for(started, 60)  # the budget's check, ≈2.3 s on
+    finally:
+        channel.detach()
+        ours.close()
+        theirs.close()
+    assert step.done and step.diagnostic is not None
+    assert step.diagnostic.code is ErrorCode.SANDBOX_CRASHED
+    assert worker.killed

@@ -322,7 +322,13 @@ class _ProcessChannel:
         if pending is None or pending.done() or worker.dead:
             return  # the next request arms a new timer
         cpu = process_cpu_s(worker.pid)
-        used = self._allowed_s if cpu is None else cpu - self._base_s
+        if cpu is None:
+            # Gone from /proc before its socket said so: it crashed (or was killed from
+            # outside) mid-slice; that is not its run's compute.
+            self._fail_worker()
+            pending.set_exception(_WorkerLost(_lost("the worker process vanished", worker=worker)))
+            return
+        used = cpu - self._base_s
         if used < self._allowed_s:
             self._timer = self._loop.call_later(
                 max(self._allowed_s - used, RECHECK_S), self._check_cpu
