@@ -106,11 +106,11 @@ class _Worker:
         return body[:1], body[1:]
 
     def rehearse(self) -> None:
-        """Off any run's path, when the pool parks this worker (``R``): walk the Python
-        side of a run once (the compiler, the request and step codecs), so the
+        """Off any run's path, when the pool says so (``R``, at a quiet moment): walk the
+        Python side of a run once (the compiler, the request and step codecs), so the
         copy-on-write faults of a fresh fork are paid here rather than by a run that
-        compiles. A worker handed straight to a waiting run skips it (ADR 0036): that
-        run may not compile (the compile cache), and the CPU goes to the next worker."""
+        compiles. A worker taken under a stream of runs skips it (ADR 0036): its run may
+        not compile (the compile cache), and the CPU goes to the next workers."""
         limits = Limits(**Limits().to_json())
         self._compile(REHEARSAL, limits.source_bytes)
         if self._prepared is not None:
