@@ -18,7 +18,7 @@ import os
 import socket
 import statistics
 import time
-from typing import Any
+from collections.abc import Callable
 
 from benchmarks._util import amedian_ms, row
 from codemodekit import CodeMode, ProcessSandbox, RuntimeOptions, allow_all_tool_calls, local
@@ -33,7 +33,7 @@ def _child_costs(
     layers: _lockdown.ZygoteLayers,
     pairs: list[tuple[socket.socket, socket.socket]],
     *,
-    fork: Any = os.fork,
+    fork: Callable[[], int] = os.fork,
     libseccomp_per_worker: bool = False,
 ) -> dict[str, float]:
     """Fork children that lock down like a worker and report each step's CPU (ms). The

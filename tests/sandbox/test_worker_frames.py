@@ -71,8 +71,17 @@ def _unread(sock: socket.socket) -> int:
 
 
 async def _start(pair: _Pair, *replies: bytes) -> Step:
+    return (await _start_channel(pair, *replies))[0]
+
+
+async def _start_channel(
+    pair: _Pair, *replies: bytes, worker: Worker | None = None, limits: Limits | None = None
+) -> tuple[Step, _ProcessChannel]:
+    """Start a run on ``worker`` (the pair's by default), answer with ``replies`` from the
+    worker's end, and return the first step and the channel."""
     loop = asyncio.get_running_loop()
-    channel = _ProcessChannel(None, pair.worker, b"{}", Limits())  # type: ignore[arg-type]
+    pool: Any = None  # the pool is used only to replace a worker that died untaken
+    channel = _ProcessChannel(pool, worker or pair.worker, b"{}", limits or Limits())
     try:
         started = asyncio.ensure_future(channel.start())
         assert (await loop.sock_recv(pair.theirs, 1 << 16))[4:5] == b"S"
@@ -80,7 +89,7 @@ async def _start(pair: _Pair, *replies: bytes) -> Step:
             await loop.sock_sendall(pair.theirs, reply)
             while not started.done() and _unread(pair.ours):  # each piece read on its own
                 await asyncio.sleep(0.001)
-        return await asyncio.wait_for(started, 30)
+        return await asyncio.wait_for(started, 30), channel
     finally:
         channel.detach()
 
@@ -113,16 +122,7 @@ async def test_a_malformed_acknowledgement_ends_the_run_and_kills_the_worker(
 
 async def test_the_run_is_charged_from_the_cpu_time_of_the_acknowledgement(pair: _Pair) -> None:
     # What the worker spent before it took the run (starting, rehearsing) is not the run's.
-    data = taken(b"3.5") + calls(3.75, '[1,"a","b",{}]')
-    channel = _ProcessChannel(None, pair.worker, b"{}", Limits())  # type: ignore[arg-type]
-    try:
-        started = asyncio.ensure_future(channel.start())
-        loop = asyncio.get_running_loop()
-        assert (await loop.sock_recv(pair.theirs, 1 << 16))[4:5] == b"S"
-        await loop.sock_sendall(pair.theirs, data)
-        step = await asyncio.wait_for(started, 30)
-    finally:
-        channel.detach()
+    step, channel = await _start_channel(pair, taken(b"3.5"), calls(3.75, '[1,"a","b",{}]'))
     assert step.call_lines == ['[1,"a","b",{}]']
     assert channel.worker_cpu_s == pytest.approx(0.25)
 
@@ -160,26 +160,18 @@ async def test_a_calls_step_is_read_however_the_socket_splits_it(pair: _Pair, sp
     assert pair.worker.cpu_s == 0.25 and not pair.worker.killed
 
 
-async def test_a_worker_gone_from_proc_mid_slice_crashed_rather_than_ran_out_of_compute() -> None:
+async def test_a_worker_gone_from_proc_mid_slice_crashed_rather_than_ran_out_of_compute(
+    pair: _Pair,
+) -> None:
     # The CPU backstop reads /proc/PID/stat when the slice's budget is up; a worker that is
     # no longer there (its exit seen before its socket's close) ended its run by crashing.
     gone = subprocess.Popen(["true"])
     gone.wait()
-    ours, theirs = socket.socketpair()
-    ours.setblocking(False)
-    theirs.setblocking(False)
-    worker = Worker(gone.pid, ours, 0.0)
-    channel = _ProcessChannel(None, worker, b"{}", Limits(compute_time_ms=1))  # type: ignore[arg-type]
-    try:
-        started = asyncio.ensure_future(channel.start())
-        loop = asyncio.get_running_loop()
-        assert (await loop.sock_recv(theirs, 1 << 16))[4:5] == b"S"
-        await loop.sock_sendall(theirs, taken())  # it took the run, then nothing more
-        step = await asyncio.wait_for(started, 60)  # the budget's check, ≈2.3 s on
-    finally:
-        channel.detach()
-        ours.close()
-        theirs.close()
+    worker = Worker(gone.pid, pair.ours, 0.0)
+    # It took the run, then nothing more: the budget's check comes ≈2.3 s on.
+    step, _channel = await _start_channel(
+        pair, taken(), worker=worker, limits=Limits(compute_time_ms=1)
+    )
     assert step.done and step.diagnostic is not None
     assert step.diagnostic.code is ErrorCode.SANDBOX_CRASHED
     assert worker.killed

@@ -108,6 +108,8 @@ class Engine:
         """Entries the last slice's drain handed over, sent with the final step."""
         self._watchdog = watchdog
         self._clock = watchdog.clock
+        self._cpu_clock = self._clock is time.thread_time or self._clock is time.process_time
+        """The compute clock is this process's (or its one thread's) CPU clock."""
         self._budget = PRELUDE_BUDGET_S
         self._used = 0.0
         self._program: CompiledProgram | None = None
@@ -173,7 +175,7 @@ class Engine:
         watchdog, clock = self._watchdog, self._clock
         # In a worker process the compute clock is this process's CPU clock: read it once
         # at each end of the slice (each read is a system call).
-        cpu_clock = clock is time.thread_time or clock is time.process_time
+        cpu_clock = self._cpu_clock
         started = clock()
         cpu_started = started if cpu_clock else time.process_time()
         running = watchdog.enter(self._ctx, started + remaining + self._grace_s, self._heap_limit)

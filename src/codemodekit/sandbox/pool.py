@@ -193,7 +193,7 @@ class WorkerPool:
         self._last_active = 0.0
         """When a run last took or gave back a worker (``time.monotonic``)."""
         self._quiet_check_until = 0.0
-        """A ``_refill_if_quiet`` timer is pending (on some run's loop) until then."""
+        """A ``_at_quiet_moment`` timer is pending (on some run's loop) until then."""
         self._peak = 0
         """Most workers leased at once lately: the warm set grows to it (the load), and
         shrinks back as idle workers retire."""
@@ -289,9 +289,9 @@ class WorkerPool:
         ready = len(self._idle) + self._spawning
         return bool(self._wanting) or 4 * ready < self._warm_target_locked()
 
-    def _refill_if_quiet(self) -> None:
-        """A moment after a run ended: top the warm set up if no run started since, else
-        look again a moment after the last one."""
+    def _at_quiet_moment(self) -> None:
+        """A moment after a run ended, if no run started since: idle workers rehearse and
+        the warm set is topped up; else look again a moment after the last one."""
         with self._lock:
             self._quiet_check_until = 0.0
             busy = self._admission.in_flight > 0
@@ -309,7 +309,7 @@ class WorkerPool:
 
     def _check_quiet_in(self, delay_s: float) -> None:
         try:
-            asyncio.get_running_loop().call_later(delay_s, self._refill_if_quiet)
+            asyncio.get_running_loop().call_later(delay_s, self._at_quiet_moment)
         except RuntimeError:  # no loop here
             self._refill_wanted.set()
             return
@@ -460,12 +460,12 @@ class WorkerPool:
                 self._restarts += 1
             else:
                 worker.kill()  # single use: no process outlives its run
-            self._last_active = time.monotonic()
+            now = self._last_active = time.monotonic()
             urgent = self._urgent_locked()
         self._admission.release(caller, need)
         if urgent:
             self._refill_wanted.set()
-        elif time.monotonic() > self._quiet_check_until:
+        elif now > self._quiet_check_until:
             # Not urgent: once no run has started for a moment (one timer on the run's loop
             # at a time; the refiller thread is not woken per run).
             self._check_quiet_in(QUIET_S)
