@@ -11,11 +11,12 @@ from __future__ import annotations
 import array
 import asyncio
 import fcntl
+import json
 import socket
 import struct
 import subprocess
 import termios
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
 import pytest
@@ -31,9 +32,11 @@ def frame(kind: bytes, payload: bytes = b"") -> bytes:
     return (len(payload) + 1).to_bytes(4, "big") + kind + payload
 
 
-def taken(cpu: bytes = b"0.125") -> bytes:
-    """The worker's acknowledgement of the start request, with its CPU time (seconds) then."""
-    return frame(b"K", cpu)
+def started(cpu: float, *lines: str, taken: Any = 0.125) -> bytes:
+    """The answer to a start request: a step queuing ``lines`` with the worker's CPU time
+    (seconds) now and when it read the request (``taken``; the header's ``a``)."""
+    header = json.dumps({"u": cpu, "a": taken}) if taken is not None else json.dumps({"u": cpu})
+    return frame(b"P", "\n".join([header, "", *lines]).encode())
 
 
 def calls(cpu: float, *lines: str) -> bytes:
@@ -70,26 +73,48 @@ def _unread(sock: socket.socket) -> int:
     return count[0]
 
 
-async def _start(pair: _Pair, *replies: bytes) -> Step:
-    return (await _start_channel(pair, *replies))[0]
+CALL = '[1,"a","b",{}]'
+
+
+async def _exchange(pair: _Pair, request: Awaitable[Step], replies: tuple[bytes, ...]) -> Step:
+    """Make ``request`` and answer it with ``replies`` from the worker's end, each piece
+    read by the server on its own."""
+    loop = asyncio.get_running_loop()
+    answered = asyncio.ensure_future(request)
+    assert (await loop.sock_recv(pair.theirs, 1 << 16))[4:5] in (b"S", b"T")
+    for reply in replies:
+        await loop.sock_sendall(pair.theirs, reply)
+        while not answered.done() and _unread(pair.ours):
+            await asyncio.sleep(0.001)
+    return await asyncio.wait_for(answered, 30)
 
 
 async def _start_channel(
     pair: _Pair, *replies: bytes, worker: Worker | None = None, limits: Limits | None = None
 ) -> tuple[Step, _ProcessChannel]:
-    """Start a run on ``worker`` (the pair's by default), answer with ``replies`` from the
-    worker's end, and return the first step and the channel."""
-    loop = asyncio.get_running_loop()
+    """Start a run on ``worker`` (the pair's by default), answer with ``replies``, and
+    return the first step and the channel (still watching the socket: detach it)."""
     pool: Any = None  # the pool is used only to replace a worker that died untaken
     channel = _ProcessChannel(pool, worker or pair.worker, b"{}", limits or Limits())
     try:
-        started = asyncio.ensure_future(channel.start())
-        assert (await loop.sock_recv(pair.theirs, 1 << 16))[4:5] == b"S"
-        for reply in replies:
-            await loop.sock_sendall(pair.theirs, reply)
-            while not started.done() and _unread(pair.ours):  # each piece read on its own
-                await asyncio.sleep(0.001)
-        return await asyncio.wait_for(started, 30), channel
+        return await _exchange(pair, channel.start(), replies), channel
+    except BaseException:
+        channel.detach()
+        raise
+
+
+async def _start(pair: _Pair, *replies: bytes) -> Step:
+    step, channel = await _start_channel(pair, *replies)
+    channel.detach()
+    return step
+
+
+async def _settle(pair: _Pair, *replies: bytes) -> Step:
+    """The step answering a settle request with ``replies``, after a well-formed start."""
+    step, channel = await _start_channel(pair, started(0.125, CALL))
+    try:
+        assert step.call_lines == [CALL]
+        return await _exchange(pair, channel.settle("[1,1,1]"), replies)
     finally:
         channel.detach()
 
@@ -106,24 +131,34 @@ HOSTILE: dict[str, bytes] = {
     "step without its CPU time": frame(b"P", b"{}\n\n"),
 }
 
-#: Acknowledgements whose CPU time is not a plain non-negative number of seconds.
-HOSTILE_TAKEN = [b"", b"nan", b"inf", b"-1", b"1e400", b"0x10", b"\xff", b"1" * 400, b"2e6"]
+#: Start answers whose time the run was taken is not a plain number of seconds from 0 up
+#: to the step's own CPU time (1.0 here), or missing.
+HOSTILE_TAKEN: dict[str, Any] = {
+    "missing": None,
+    "a string": "0.1",
+    "a list": [0.1],
+    "negative": -1.0,
+    "after the step": 1.5,
+    "huge": 1e400,
+    "NaN": float("nan"),
+}
 
 
-@pytest.mark.parametrize("cpu", HOSTILE_TAKEN, ids=[repr(c[:12]) for c in HOSTILE_TAKEN])
-async def test_a_malformed_acknowledgement_ends_the_run_and_kills_the_worker(
-    pair: _Pair, cpu: bytes
+@pytest.mark.parametrize("taken", list(HOSTILE_TAKEN.values()), ids=list(HOSTILE_TAKEN))
+async def test_a_start_answer_without_a_valid_take_time_ends_the_run_and_kills_the_worker(
+    pair: _Pair, taken: Any
 ) -> None:
-    step = await _start(pair, taken(cpu))
+    step = await _start(pair, started(1.0, CALL, taken=taken))
     assert step.done and step.diagnostic is not None
     assert step.diagnostic.code is ErrorCode.INTERNAL_ERROR
     assert pair.worker.killed
 
 
-async def test_the_run_is_charged_from_the_cpu_time_of_the_acknowledgement(pair: _Pair) -> None:
-    # What the worker spent before it took the run (starting, rehearsing) is not the run's.
-    step, channel = await _start_channel(pair, taken(b"3.5"), calls(3.75, '[1,"a","b",{}]'))
-    assert step.call_lines == ['[1,"a","b",{}]']
+async def test_the_run_is_charged_from_the_cpu_time_it_was_taken_at(pair: _Pair) -> None:
+    # What the worker spent before it read the request (starting, rehearsing) is not the run's.
+    step, channel = await _start_channel(pair, started(3.75, CALL, taken=3.5))
+    channel.detach()
+    assert step.call_lines == [CALL]
     assert channel.worker_cpu_s == pytest.approx(0.25)
 
 
@@ -131,17 +166,33 @@ async def test_the_run_is_charged_from_the_cpu_time_of_the_acknowledgement(pair:
 async def test_a_malformed_reply_ends_the_run_and_kills_the_worker(
     pair: _Pair, reply: bytes
 ) -> None:
-    step = await _start(pair, taken(), reply)
+    step = await _settle(pair, reply)
     assert step.done and step.diagnostic is not None
     assert step.diagnostic.code is ErrorCode.INTERNAL_ERROR
     assert pair.worker.killed
     assert pair.process.wait(timeout=30) != 0  # SIGKILL
 
 
-async def test_a_step_before_the_acknowledgement_is_a_fault(pair: _Pair) -> None:
-    step = await _start(pair, calls(0.1, '[1,"a","b",{}]'))
+async def test_a_calls_only_step_cannot_answer_a_start(pair: _Pair) -> None:
+    step = await _start(pair, calls(0.1, CALL))
     assert step.diagnostic is not None and step.diagnostic.code is ErrorCode.INTERNAL_ERROR
     assert pair.worker.killed
+
+
+async def test_a_worker_that_read_the_start_and_closed_fails_its_run(pair: _Pair) -> None:
+    # It read the request (nothing unread: the connection closes, not resets): the run was
+    # its own, so it ends as a crash rather than moving to another worker.
+    loop = asyncio.get_running_loop()
+    channel = _ProcessChannel(None, pair.worker, b"{}", Limits())  # type: ignore[arg-type]
+    try:
+        answered = asyncio.ensure_future(channel.start())
+        assert (await loop.sock_recv(pair.theirs, 1 << 16))[4:5] == b"S"
+        pair.theirs.close()
+        step = await asyncio.wait_for(answered, 30)
+    finally:
+        channel.detach()
+    assert step.done and step.diagnostic is not None
+    assert step.diagnostic.code is ErrorCode.SANDBOX_CRASHED
 
 
 SPLITS: dict[str, Any] = {
@@ -152,11 +203,16 @@ SPLITS: dict[str, Any] = {
 
 
 @pytest.mark.parametrize("split", list(SPLITS.values()), ids=list(SPLITS))
-async def test_a_calls_step_is_read_however_the_socket_splits_it(pair: _Pair, split: Any) -> None:
-    data = taken() + calls(0.25, '[1,"a","b",{"x":"\u2028é"}]', '[2,"a","c",{}]')
-    step = await _start(pair, *split(data))
+async def test_a_step_is_read_however_the_socket_splits_it(pair: _Pair, split: Any) -> None:
+    lines = ['[2,"a","b",{"x":"\u2028é"}]', '[3,"a","c",{}]']
+    step, channel = await _start_channel(pair, *split(started(0.125, *lines)))
+    try:
+        assert step.call_lines == lines and not step.done
+        step = await _exchange(pair, channel.settle("[2,1,1]"), tuple(split(calls(0.25, *lines))))
+    finally:
+        channel.detach()
     assert not step.done and step.diagnostic is None
-    assert step.call_lines == ['[1,"a","b",{"x":"\u2028é"}]', '[2,"a","c",{}]']
+    assert step.call_lines == lines
     assert pair.worker.cpu_s == 0.25 and not pair.worker.killed
 
 
@@ -168,10 +224,8 @@ async def test_a_worker_gone_from_proc_mid_slice_crashed_rather_than_ran_out_of_
     gone = subprocess.Popen(["true"])
     gone.wait()
     worker = Worker(gone.pid, pair.ours, 0.0)
-    # It took the run, then nothing more: the budget's check comes ≈2.3 s on.
-    step, _channel = await _start_channel(
-        pair, taken(), worker=worker, limits=Limits(compute_time_ms=1)
-    )
+    # It read the request, then nothing more: the budget's check comes ≈2.3 s on.
+    step, _channel = await _start_channel(pair, worker=worker, limits=Limits(compute_time_ms=1))
     assert step.done and step.diagnostic is not None
     assert step.diagnostic.code is ErrorCode.SANDBOX_CRASHED
     assert worker.killed

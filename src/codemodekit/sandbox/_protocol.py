@@ -3,8 +3,13 @@
 A frame is a 4-byte big-endian length, one kind byte, then the payload. Host to worker:
 ``S`` start a run (JSON: limits and the TypeScript source or a compiled program), ``T``
 settle calls (the batch text), ``A`` abandon (JSON diagnostic), ``X`` drop the current run,
-``Q`` quit. Worker to host: ``H`` hello (JSON: pid, CPU seconds), ``K`` (empty) as soon as
-it has read a start request, ``P`` a step, ``C`` a step that only queues calls.
+``Q`` quit, ``R`` rehearse (at a quiet moment, before any run). Worker to host: ``H`` hello
+(JSON: pid, CPU seconds), ``J`` the program it compiled (only when asked, before any model
+code ran), ``P`` a step, ``C`` a step that only queues calls. A start request is answered by
+a ``P`` step whose header carries ``a``, the worker's CPU seconds when it read the request:
+the run is charged from there. Whether the worker read it at all, the kernel says: a worker
+that dies with the request unread resets the connection (``ECONNRESET``), one that read it
+closes it.
 
 A ``P`` step is ``header`` (JSON, one line), the returned value's JSON text (or an empty
 line), then one queued call per line. Most steps only queue calls (one per awaited tool
@@ -42,9 +47,11 @@ def frame(kind: bytes, payload: bytes) -> bytes:
 _CPU = struct.Struct(">d")
 
 
-def encode_step(step: Step, cpu_s: float, rss: int = 0) -> tuple[bytes, bytes]:
-    """The frame kind and payload of ``step``."""
-    if not step.done and not step.stream and not step.compile_ms:
+def encode_step(
+    step: Step, cpu_s: float, rss: int = 0, taken_s: float | None = None
+) -> tuple[bytes, bytes]:
+    """The frame kind and payload of ``step``; ``taken_s`` only in a start request's answer."""
+    if not step.done and not step.stream and not step.compile_ms and taken_s is None:
         calls = "\n".join(step.call_lines).encode("utf-8", "surrogatepass")
         return b"C", _CPU.pack(cpu_s) + calls
     # A last step, or one with console lines: the header says what there is.
@@ -62,6 +69,8 @@ def encode_step(step: Step, cpu_s: float, rss: int = 0) -> tuple[bytes, bytes]:
         )
     if step.compile_ms:
         header["k"] = step.compile_ms
+    if taken_s is not None:
+        header["a"] = taken_s
     if step.stream:
         header["s"] = [[entry.level, entry.message] for entry in step.stream]
     lines = [json.dumps(header), step.value_json or "", *step.call_lines]
@@ -80,9 +89,10 @@ def decode_calls_step(payload: bytes) -> tuple[Step, float]:
     return Step(call_lines=text.split("\n") if text else []), cpu_s
 
 
-def decode_step(payload: bytes) -> tuple[Step, float, int]:
-    """A ``P`` step from a worker, the worker's CPU seconds when it sent it, and (on the last
-    step of a run) its resident size in bytes."""
+def decode_step(payload: bytes) -> tuple[Step, float, int, float | None]:
+    """A ``P`` step from a worker, the worker's CPU seconds when it sent it, (on the last
+    step of a run) its resident size in bytes, and (in the answer to a start request) its
+    CPU seconds when it read that request."""
     try:
         text = payload.decode("utf-8", "surrogatepass")
         head, value, *calls = text.split("\n")
@@ -100,7 +110,11 @@ def decode_step(payload: bytes) -> tuple[Step, float, int]:
             stream=tuple(_log(item) for item in header.get("s") or ()),
             warnings=_warnings(header.get("w") or ()),
         )
-        return step, float(header["u"]), int(header.get("r", 0))
+        taken = header.get("a")
+        if taken is not None and type(taken) not in (int, float):
+            raise ValueError("the time the run was taken is not a number")
+        taken_s = None if taken is None else float(taken)
+        return step, float(header["u"]), int(header.get("r", 0)), taken_s
     except (ValueError, KeyError, TypeError, RecursionError) as exc:
         raise ProtocolFault(f"malformed step: {exc!r:.200}") from None
 

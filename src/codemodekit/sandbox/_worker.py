@@ -2,7 +2,8 @@
 
 The pool starts the zygote with ``python -I`` and an empty environment (see ``pool.py``).
 The zygote enters a user + network namespace before anything else, imports the engine and
-the compiler, compiles every query, evaluates the prelude into a QuickJS context, builds the
+the compiler, compiles every query, evaluates the prelude into a QuickJS context (and into
+a spare one, where a worker rehearses at a quiet moment: ADR 0039), builds the
 workers' seccomp filter, drops its capabilities, locks itself (no-new-privs, a deny-list
 filter: no exec, no socket, no file opened) and then only forks: for every request on its
 control socket (FD) it receives one end of a socket pair, forks, and answers the child's
@@ -15,7 +16,7 @@ measures compute as its own CPU time, answers each request with one step, and ex
 the run ends or the server's end of its socket closes. It has one thread and may start
 none: the server kills it whenever a run must stop at once (past its CPU budget too),
 and when the run is over; the kernel's CPU limit ends it if the server is gone. A zygote
-that dies takes no worker with it. ADR 0019, ADR 0028, ADR 0036.
+that dies takes no worker with it. ADR 0019, ADR 0028, ADR 0036, ADR 0039.
 """
 
 from __future__ import annotations
@@ -57,7 +58,11 @@ PRELUDE_MODULES = (
     "prelude_failure",
     "prelude_random",
 )
-REHEARSAL = "const x: number = 1;\nreturn x;"
+REHEARSAL = (
+    "const x: number = (await tools.rehearsal.one({ n: 1 })) as number;\nconsole.log(x);\nreturn x;"
+)
+"""The rehearsal's program: what most runs do (a tool call, a console line, a result)."""
+REHEARSAL_REQUEST = json.dumps({"limits": Limits().to_json(), "source": REHEARSAL, "share": True})
 
 
 def _rss_bytes() -> int:
@@ -80,6 +85,7 @@ class _Worker:
         *,
         layers: _lockdown.ZygoteLayers,
         rss: int,
+        spare: tuple[Any, Any] | None = None,
     ) -> None:
         self._conn = conn
         self._reader = cast(BinaryIO, conn.makefile("rb", buffering=1 << 16))
@@ -91,6 +97,8 @@ class _Worker:
         self._engine: Engine | None = None
         self._prepared: tuple[Any, Any] | None = prepared
         """The run's context: the zygote's own, inherited copy-on-write."""
+        self._spare = spare
+        """A second context prepared like the run's, for the rehearsal alone."""
 
     def _send(self, kind: bytes, payload: bytes) -> None:
         self._conn.sendall(frame(kind, payload))
@@ -106,19 +114,24 @@ class _Worker:
         return body[:1], body[1:]
 
     def rehearse(self) -> None:
-        """Off any run's path, when the pool says so (``R``, at a quiet moment): walk the
-        Python side of a run once (the compiler, the request and step codecs), so the
-        copy-on-write faults of a fresh fork are paid here rather than by a run that
-        compiles. A worker taken under a stream of runs skips it (ADR 0036): its run may
-        not compile (the compile cache), and the CPU goes to the next workers."""
-        limits = Limits(**Limits().to_json())
-        self._compile(REHEARSAL, limits.source_bytes)
-        if self._prepared is not None:
-            # A collection marks every object of the inherited context: its pages are
-            # copied now rather than by the run's first writes (≈0.1 ms of a run's CPU).
-            self._prepared[0].gc()
-        encode_step(Step(done=True, ok=True, value_json="1"), cpu_time())
-        json.loads(json.dumps({"limits": limits.to_json(), "source": REHEARSAL}))
+        """Off any run's path, when the pool says so (``R``, at a quiet moment): a whole run
+        of ``REHEARSAL`` (compile, start, a tool call settled, console, result, the step
+        frames) through the code a run takes, in the spare context, so that the
+        copy-on-write faults of a fresh fork are paid here rather than by the run. A
+        collection then marks every object of the run's inherited context, which copies
+        its pages now rather than at the run's first writes. A worker taken under a stream
+        of runs skips it (ADR 0036): the CPU goes to the next workers (ADR 0037)."""
+        spare, self._spare = self._spare, None
+        if spare is None or self._prepared is None:
+            return
+        taken_s = cpu_time()
+        engine, step = self._begin(json.loads(REHEARSAL_REQUEST), spare, rehearsal=True)
+        encode_step(step, cpu_time(), self._rss, taken_s)
+        if engine is not None and not step.done:
+            ids = [line[1 : line.index(",")] for line in step.call_lines]
+            step = engine.settle("\n".join(f"[{call_id},1,1]" for call_id in ids))
+        encode_step(step, cpu_time(), self._rss)
+        self._prepared[0].gc()
 
     def serve(self) -> None:
         hello = {"pid": os.getpid(), "u": cpu_time(), "r": self._rss}
@@ -128,26 +141,29 @@ class _Worker:
             if message is None or message[0] in (b"Q", b"X"):
                 return  # X: the run ended while it awaited tools
             kind, payload = message
-            if kind == b"R" and self._prepared is not None:
+            if kind == b"R":
                 self.rehearse()
                 continue
-            if kind == b"S":
-                # Taken: from now on a death of this process is its run's (see process.py).
-                # Its CPU time so far (the rehearsal's too) is not the run's.
-                self._send(b"K", repr(cpu_time()).encode())
+            # The run is charged from here: what this process spent before (starting,
+            # rehearsing) is nobody's. Sent with the first step (``_protocol.py``).
+            taken_s = cpu_time() if kind == b"S" else None
             try:
                 step = self._handle(kind, payload)
             except Exception:
                 step = self._internal_failure()
             engine = self._engine
             cpu_s = cpu_time() if engine is None else engine.clock_at_exit
-            self._send(*encode_step(step, cpu_s, self._rss))
+            self._send(*encode_step(step, cpu_s, self._rss, taken_s))
             if step.done:
                 return  # one run per process
 
     def _handle(self, kind: bytes, payload: bytes) -> Step:
         if kind == b"S":
-            return self._start(json.loads(payload))
+            prepared, self._prepared = self._prepared, None
+            if prepared is None:
+                raise RuntimeError("a worker hosts one run")
+            self._engine, step = self._begin(json.loads(payload), prepared)
+            return step
         engine = self._engine
         if engine is None:
             raise RuntimeError(f"no run in progress for {kind!r}")
@@ -157,19 +173,24 @@ class _Worker:
             return engine.abandon(decode_diagnostic(json.loads(payload)))
         raise RuntimeError(f"unknown request {kind!r}")
 
-    def _start(self, request: dict[str, Any]) -> Step:
+    def _begin(
+        self, request: dict[str, Any], prepared: tuple[Any, Any], *, rehearsal: bool = False
+    ) -> tuple[Engine | None, Step]:
+        """A run's start in ``prepared``; the rehearsal's bounds nothing and shares nothing
+        (an rlimit, once lowered, cannot be raised again)."""
         limits = Limits(**request["limits"])
-        _lockdown.bound_address_space(self._layers, limits.memory_bytes)
-        _lockdown.bound_cpu(limits.compute_time_ms / 1000)
+        if not rehearsal:
+            _lockdown.bound_address_space(self._layers, limits.memory_bytes)
+            _lockdown.bound_cpu(limits.compute_time_ms / 1000)
         started = cpu_time()
         if "source" in request:
             try:
                 program = self._compile(request["source"], limits.source_bytes)
             except CompileFailure as failure:
                 compile_ms = (cpu_time() - started) * 1000
-                return Step(done=True, diagnostic=failure.diagnostic, compile_ms=compile_ms)
+                return None, Step(done=True, diagnostic=failure.diagnostic, compile_ms=compile_ms)
             compile_ms = (cpu_time() - started) * 1000
-            if request.get("share") is True:
+            if request.get("share") is True and not rehearsal:
                 # Sent before any model code runs in this process: the program is a
                 # function of the source alone, so the host may reuse it for the same
                 # source (ADR 0028, the compile cache).
@@ -179,19 +200,16 @@ class _Worker:
             javascript, line_offset, source = request["program"]
             program = CompiledProgram(javascript, int(line_offset), source)
             compile_ms = 0.0
-        prepared, self._prepared = self._prepared, None
-        if prepared is None:
-            raise RuntimeError("a worker hosts one run")
-        self._engine = Engine(
+        engine = Engine(
             limits,
             stack_cap=self._stack_cap,
             prepared=prepared,
             watchdog=self._watchdog,
             stream_logs=request.get("stream") is True,
         )
-        step = self._engine.start(program)
+        step = engine.start(program)
         step.compile_ms = compile_ms
-        return step
+        return engine, step
 
     def _compile(self, source: str, max_source_bytes: int) -> CompiledProgram:
         return self._compiler.compile(source, max_source_bytes=max_source_bytes)
@@ -205,11 +223,11 @@ class _Worker:
 
 
 def _warm_up(compiler: CodeCompiler) -> tuple[Any, Any]:
-    """Load and compile everything a run can need, and prepare the context that every worker
-    forked from here hosts its run in (the prelude compile is most of a trivial run's cost;
-    a fork copies the finished context for free). After its lockdown a worker opens no
+    """Load and compile everything a run can need (after its lockdown a worker opens no
     path, so nothing may be left to load lazily: modules, data files, the compiler's
-    queries. The zygote never runs user code, so that context stays pristine for every fork."""
+    queries) and prepare the context every worker forked from here hosts its run in (the
+    prelude compile is most of a trivial run's cost; a fork copies the finished context for
+    free). The zygote never runs user code, so that context stays pristine for every fork."""
     for name in PRELUDE_MODULES:
         prelude_source(name)
     compile_all_queries()
@@ -219,11 +237,15 @@ def _warm_up(compiler: CodeCompiler) -> tuple[Any, Any]:
     import unicodedata
 
     _ = (linecache, unicodedata, traceback.format_exc)
+    return _prepared_context()
+
+
+def _prepared_context() -> tuple[Any, Any]:
+    """A context with the prelude evaluated and its lazily compiled modules loaded: the
+    calls module, which a run compiles at its first tool call otherwise (≈0.3 ms of QuickJS
+    compile per run), and the random module (Math.random's generator, seeded per run at
+    init). Their state is per context, untouched here; each fork has its own copy."""
     ctx, port = prepare_context(prelude_source())
-    # The calls module, which a run compiles at its first tool call otherwise (≈0.3 ms of
-    # QuickJS compile per run), and the random module (Math.random's generator, seeded per
-    # run at init): compiled here once, inherited by every fork. Their state is per
-    # context, untouched here; each fork has its own copy.
     for module in ("calls", "random"):
         if port("preload", module) != "":
             raise RuntimeError(f"the sandbox prelude did not load its {module} module")
@@ -242,6 +264,7 @@ def _serve_worker(
     fd: int,
     compiler: CodeCompiler,
     prepared: tuple[Any, Any],
+    spare: tuple[Any, Any],
     layers: _lockdown.ZygoteLayers,
     rss: int,
 ) -> None:
@@ -251,7 +274,7 @@ def _serve_worker(
     conn = socket.socket(fileno=_lockdown.keep_only(fd))
     _lockdown.lock_down_worker(layers)
     _lockdown.limit_worker(layers)
-    _Worker(conn, compiler, prepared, layers=layers, rss=rss).serve()
+    _Worker(conn, compiler, prepared, layers=layers, rss=rss, spare=spare).serve()
 
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -293,6 +316,7 @@ def zygote_main(control_fd: int, namespaces: str | None = "not requested") -> No
     _lockdown.name_process(b"codemode-zygote")
     compiler = CodeCompiler()
     prepared = _warm_up(compiler)
+    spare = _prepared_context()  # the workers' rehearsal runs here, never in ``prepared``
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     rss = _rss_bytes()
@@ -315,7 +339,7 @@ def zygote_main(control_fd: int, namespaces: str | None = "not requested") -> No
         if pid == 0:  # the worker
             try:
                 control.close()
-                _serve_worker(fds[0], compiler, prepared, layers, rss)
+                _serve_worker(fds[0], compiler, prepared, spare, layers, rss)
             finally:
                 os._exit(0)
         os.close(fds[0])

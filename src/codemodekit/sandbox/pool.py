@@ -509,10 +509,9 @@ class WorkerPool:
 
 
 def _rehearse(worker: Worker) -> None:
-    """An idle worker walks a run's Python side once (``R``: ``_worker.py``), so that a run
-    that compiles does not pay a fresh fork's copy-on-write faults. Only at a quiet moment
-    (ADR 0036): under a stream of runs the CPU goes to the next workers instead, and a run
-    whose program is cached does not need it."""
+    """An idle worker rehearses (``R``: a whole run in a spare context, ``_worker.py``), so
+    that its run does not pay a fresh fork's copy-on-write faults (ADR 0039). Only at a
+    quiet moment (ADR 0036): under a stream of runs the CPU goes to the next workers."""
     if not worker.rehearsed:
         worker.rehearsed = True
         with contextlib.suppress(OSError):

@@ -215,7 +215,9 @@ class _ProcessChannel:
         self._in_slice = False
         """A request was sent and its reply has not arrived: the worker is running JS."""
         self._taken = False
-        """The worker acknowledged the start request (``K``): it owns the run now."""
+        """The worker read the start request: it owns the run now (its death is the run's).
+        Known from its first frame after the request; a worker that dies before reading
+        it resets the connection instead of closing it (``_protocol.py``)."""
         self._sharing = sharing
         self.compiled: tuple[str, int] | None = None
         """The program the worker compiled from the run's source, sent before any model
@@ -257,6 +259,7 @@ class _ProcessChannel:
 
     async def _request(self, kind: bytes, payload: bytes, allowance_s: float = 0.0) -> Step:
         worker = self._worker
+        starting = kind == b"S"
         try:
             if worker.dead:
                 if not self._taken:
@@ -294,9 +297,14 @@ class _ProcessChannel:
                 self._pending = None
             if kind == b"C":
                 step, cpu_s = decode_calls_step(reply)
-                rss = 0
+                rss, taken_s = 0, None
             else:
-                step, cpu_s, rss = decode_step(reply)
+                step, cpu_s, rss, taken_s = decode_step(reply)
+            if starting:
+                # The answer to a start request says when the worker took the run.
+                if taken_s is None or not 0.0 <= taken_s <= cpu_s < 1e6:
+                    raise ProtocolFault("a start's answer without a valid time it was taken")
+                self._base_s = taken_s
         except ProtocolFault as fault:
             self._fail_worker()
             return self._end(internal_failure(f"worker {worker.pid}: {fault}"))
@@ -346,10 +354,13 @@ class _ProcessChannel:
             size = worker.sock.recv_into(received)
         except (BlockingIOError, InterruptedError):
             return
+        except ConnectionResetError:
+            self._on_closed(unread=True)  # it died with a request unread
+            return
         except OSError:
             size = 0
         if not size:
-            self._on_closed()
+            self._on_closed(unread=False)
             return
         buffer = self._buffer
         if buffer:
@@ -380,37 +391,26 @@ class _ProcessChannel:
 
     def _deliver(self, kind: bytes, payload: bytes) -> bool:
         """Hand one frame to the pending request; ``False`` when the worker broke the protocol."""
-        if kind == b"K" and self._in_slice and not self._taken:
-            self._taken = True
-            # The worker's CPU time when it took the run: what it spent before (starting,
-            # rehearsing) is charged to nobody.
-            try:
-                base_s = float(payload)
-            except ValueError:
-                base_s = -1.0
-            if not 0.0 <= base_s < 1e6:
-                self._protocol_fault("malformed start acknowledgement")
-                return False
-            self._base_s = self._worker.cpu_s = base_s
-            return True
-        if kind == b"J" and self._sharing and self._taken and self._in_slice:
+        if kind == b"J" and self._sharing and self._in_slice:
             self._sharing = False  # one program, before the start step; later: a fault
+            self._taken = True  # it compiled the run's source: it read the request
             self.compiled = _shared_program(payload)
             if self.compiled is None:
                 self._protocol_fault("malformed compiled program")
                 return False
             return True
-        if kind not in (b"P", b"C") or not self._in_slice or not self._taken:
+        if kind not in (b"P", b"C") or not self._in_slice:
             self._protocol_fault(f"unexpected frame {kind!r}")
             return False
         self._in_slice = False
+        self._taken = True
         self._sharing = False  # model code has run in the worker from here on
         pending = self._pending
         if pending is not None and not pending.done():
             pending.set_result((kind, payload))
         return True
 
-    def _on_closed(self) -> None:
+    def _on_closed(self, *, unread: bool) -> None:
         worker = self._worker
         self.detach()
         killed = worker.killed
@@ -420,7 +420,7 @@ class _ProcessChannel:
         self.reusable = False
         pending = self._pending
         if pending is not None and not pending.done() and not killed:
-            if not self._taken:
+            if unread and not self._taken:
                 pending.set_exception(_NeverTaken())
                 return
             pending.set_exception(_WorkerLost(_lost("the worker process exited", worker=worker)))
