@@ -37,6 +37,9 @@ WORKER_OVERHEAD_BYTES = 16 * MIB
 """Reserved per run on top of its heap limit: the worker's own interpreter and buffers."""
 IDLE_RETIRE_S = 30.0
 """Idle workers beyond the warm set exit after this long unused (memory goes back)."""
+REHEARSALS_AT_ONCE = 2
+"""Idle workers told to rehearse per quiet moment: a rehearsal takes ≈3 ms of CPU, and a run
+that arrives meanwhile competes with at most this many (ADR 0039)."""
 QUIET_S = 0.005
 """How long no run may have started or ended before the warm set is topped up while a
 quarter of it is ready: a new worker's start (≈2 ms of CPU) does not compete with runs
@@ -194,6 +197,8 @@ class WorkerPool:
         """When a run last took or gave back a worker (``time.monotonic``)."""
         self._quiet_check_until = 0.0
         """A ``_at_quiet_moment`` timer is pending (on some run's loop) until then."""
+        self._refill_asked = False
+        """The last quiet moment asked for a refill (and looks again once for its workers)."""
         self._peak = 0
         """Most workers leased at once lately: the warm set grows to it (the load), and
         shrinks back as idle workers retire."""
@@ -290,8 +295,9 @@ class WorkerPool:
         return bool(self._wanting) or 4 * ready < self._warm_target_locked()
 
     def _at_quiet_moment(self) -> None:
-        """A moment after a run ended, if no run started since: idle workers rehearse and
-        the warm set is topped up; else look again a moment after the last one."""
+        """A moment after a run ended, if no run started since: a few idle workers rehearse
+        and the warm set is topped up, and a moment later the next few; else look again a
+        moment after the last one."""
         with self._lock:
             self._quiet_check_until = 0.0
             busy = self._admission.in_flight > 0
@@ -301,9 +307,15 @@ class WorkerPool:
                 if not busy:
                     self._check_quiet_in(wait_s)
                 return
-            for worker in self._idle:
+            fresh = [worker for worker in self._idle if not worker.rehearsed]
+            for worker in fresh[:REHEARSALS_AT_ONCE]:
                 _rehearse(worker)
             low = len(self._idle) + self._spawning < self._warm_target_locked()
+            # Look again for the next ones and for workers on their way; for a refill asked
+            # now, once (it may fail: then the next run's release looks again).
+            asked, self._refill_asked = self._refill_asked, low
+            if len(fresh) > REHEARSALS_AT_ONCE or self._spawning or (low and not asked):
+                self._check_quiet_in(QUIET_S)
         if low:
             self._refill_wanted.set()
 
@@ -364,14 +376,6 @@ class WorkerPool:
     def _park(self, worker: Worker) -> None:
         worker.idle_since = time.monotonic()
         self._idle.append(worker)
-        if self._quiet_locked():
-            _rehearse(worker)
-
-    def _quiet_locked(self) -> bool:
-        """No run in flight, and none started or ended for a moment."""
-        return self._admission.in_flight == 0 and (
-            time.monotonic() - self._last_active >= QUIET_S * 0.9
-        )
 
     async def _take_worker(self) -> Worker:
         loop = asyncio.get_running_loop()
