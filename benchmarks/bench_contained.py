@@ -127,6 +127,11 @@ async def _child(quick: bool) -> dict[str, Any]:
         for _ in range(n):
             await sample("one call (async tool)", ["await tools.b.anoop({}); return 1;"], cm)
         for _ in range(n // 2):
+            await asyncio.sleep(0.02)
+            await sample(
+                "one call, runs 20 ms apart", ["await tools.b.anoop({}); return 1;"], cm
+            )
+        for _ in range(n // 2):
             await sample("30 sequential calls", [CALLS_30], cm)
         for _ in range(n // 2):
             await sample("200-line script (same each run)", [SCRIPT_200], cm)
