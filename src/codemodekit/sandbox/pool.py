@@ -178,6 +178,10 @@ class ProgramCache:
 class WorkerPool:
     def __init__(self, options: RuntimeOptions) -> None:
         self.options = options
+        # Read once (each is a system call for the CPUs this process may use): the pool is
+        # sized for the machine it started on.
+        self._run_slots = options.run_slots
+        self._warm = options.warm
         self._zygote = Zygote(options.unsafe_allow_uncontained)
         self.programs = ProgramCache()
         """Compiled programs of sources seen before (ADR 0028)."""
@@ -254,7 +258,7 @@ class WorkerPool:
                         + len(self._wanting)
                         - len(self._idle)
                         - self._spawning,
-                        self.options.run_slots - total,
+                        self._run_slots - total,
                     )
                     if count <= 0:
                         break
@@ -329,7 +333,7 @@ class WorkerPool:
         self._quiet_check_until = time.monotonic() + delay_s + 1.0
 
     def _warm_target_locked(self) -> int:
-        return min(max(self.options.warm, self._peak), self.options.run_slots)
+        return min(max(self._warm, self._peak), self._run_slots)
 
     def _hand_on_locked(self, worker: Worker) -> None:
         """A new worker goes to the oldest run waiting for one, else to the idle set."""
@@ -367,9 +371,7 @@ class WorkerPool:
         now = time.monotonic()
         with self._lock:
             # Oldest first (the left end).
-            while len(self._idle) > self.options.warm and (
-                now - self._idle[0].idle_since > IDLE_RETIRE_S
-            ):
+            while len(self._idle) > self._warm and (now - self._idle[0].idle_since > IDLE_RETIRE_S):
                 self._idle.popleft().retire()
                 self._peak = min(self._peak, len(self._idle) + len(self._busy))
 
