@@ -148,10 +148,40 @@ def _landlock_ruleset(abi: int) -> bytes:
     return struct.pack("Q", fs_rights)
 
 
+_SONAMES = {"c": "libc.so.6", "seccomp": "libseccomp.so.2"}
+"""The libraries ``pyseccomp`` looks up when imported, by their Linux sonames."""
+
+
+def _seccomp_binding() -> Any:
+    """``pyseccomp``, imported without its library lookups' cost: it resolves libc and
+    libseccomp with ``ctypes.util.find_library``, which runs ``ldconfig -p`` once per name
+    (≈3 ms each, on the zygote's start and so on a fresh process's first run). Names the
+    dynamic loader already knows are answered directly; anything else is looked up as
+    before."""
+    import ctypes.util
+
+    lookup = ctypes.util.find_library
+
+    def find_library(name: str) -> str | None:
+        soname = _SONAMES.get(name)
+        if soname is not None:
+            with contextlib.suppress(OSError):
+                ctypes.CDLL(soname)
+                return soname
+        return lookup(name)
+
+    ctypes.util.find_library = find_library
+    try:
+        import pyseccomp
+    finally:
+        ctypes.util.find_library = lookup
+    return pyseccomp
+
+
 def zygote_filter() -> Any:
     """The zygote's filter: everything but what no part of a pool ever needs once warm
     (it is trusted code, but its workers inherit this filter under their own)."""
-    import pyseccomp as sc
+    sc = _seccomp_binding()
 
     deny = sc.ERRNO(errno.EPERM)
     f = sc.SyscallFilter(sc.ALLOW)
@@ -172,7 +202,7 @@ def zygote_filter() -> Any:
 
 def worker_filter_bpf() -> bytes:
     """The worker's allow-list as BPF, with ``PID_PLACEHOLDER`` for its pid."""
-    import pyseccomp as sc
+    sc = _seccomp_binding()
 
     allow = sc.ALLOW
     f = sc.SyscallFilter(sc.ERRNO(errno.EPERM))
