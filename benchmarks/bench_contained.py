@@ -128,9 +128,7 @@ async def _child(quick: bool) -> dict[str, Any]:
             await sample("one call (async tool)", ["await tools.b.anoop({}); return 1;"], cm)
         for _ in range(n // 2):
             await asyncio.sleep(0.02)
-            await sample(
-                "one call, runs 20 ms apart", ["await tools.b.anoop({}); return 1;"], cm
-            )
+            await sample("one call, runs 20 ms apart", ["await tools.b.anoop({}); return 1;"], cm)
         for _ in range(n // 2):
             await sample("30 sequential calls", [CALLS_30], cm)
         for _ in range(n // 2):
