@@ -168,3 +168,19 @@ def test_an_action_word_used_as_a_noun_names_no_action() -> None:
     assert not any("re_run" in n for n in names), names
     # Leading the need, it is the action.
     assert "re_run" in search_catalog(catalog, "run a workflow again").hits[0].name
+
+
+def test_a_need_that_only_names_a_thing_asks_to_see_it() -> None:
+    catalog = _catalog(
+        _tool("delivery_redeliver", "Redeliver a webhook delivery.", "POST /deliveries/{d}"),
+        _tool("delivery_show", "Show a webhook delivery.", "GET /deliveries/{d}"),
+        _tool("note_edit", "Edit the notes of a team.", "PATCH /teams/{t}/notes"),
+        _tool("note_list", "List the notes of a team.", "GET /teams/{t}/notes"),
+    )
+    # No verb: a noun phrase opened by a determiner or a possessive, or by a plural noun
+    # (an imperative verb is never in its -s form), names something to see.
+    assert _first(catalog, "a webhook delivery") == "delivery_show"
+    assert _first(catalog, "our webhook delivery") == "delivery_show"
+    assert _first(catalog, "notes of a team") == "note_list"
+    # A verb still says what it says.
+    assert _first(catalog, "redeliver a webhook delivery") == "delivery_redeliver"

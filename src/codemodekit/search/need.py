@@ -33,6 +33,10 @@ UNDO_VERBS = tuple(stem(w) for w in ("remove", "disable", "revoke", "delete"))
 """"stop sharing X", "stop using X": the need undoes something; tools doing these answer."""
 
 _ARTICLE = True
+DETERMINERS = frozenset(
+    "a an the my our your his her its their this that these those one all every each some any".split()  # noqa: SIM905
+)
+"""Words that open a noun phrase: a need that starts with one names a thing to see."""
 PARTICLES = frozenset("away off back out up down over".split())  # noqa: SIM905
 """Adverb particles of English phrasal verbs ("throw away", "take off", "bring back")."""
 
@@ -84,7 +88,7 @@ def need_kind(
     first = next((w for w in raw if w not in _FILLER), None)
     if first is None:
         return 0
-    if first in QUESTION_WORDS:
+    if first in QUESTION_WORDS or names_a_thing(raw):
         return SEE
     term = stem(first)
     kinds = {verb_reads[v] for v in (term, *SYNONYMS.get(term, ())) if v in verb_reads}
@@ -92,6 +96,19 @@ def need_kind(
         return 0 if len(kinds) > 1 else SEE if kinds.pop() else CHANGE
     kind = lexicon_kind(raw, vocabulary)
     return SEE if kind == "r" else CHANGE if kind == "w" else 0
+
+
+def names_a_thing(raw: list[str]) -> bool:
+    """Whether the need is a noun phrase, not a command: it opens with a determiner or a
+    possessive ("a user's space", "my purchases", "all forks") or with a plural noun
+    ("teams in our enterprise": an imperative verb is never in its -s form). Such a need
+    asks to see the thing it names."""
+    first = next((w for w in raw if w not in _FILLER), None)
+    if first is None:
+        return False
+    if first in DETERMINERS:
+        return True
+    return len(first) > 3 and first.endswith("s") and stem(first) != first
 
 
 def names_change(raw: list[str], vocabulary: Container[str] = ()) -> bool:
