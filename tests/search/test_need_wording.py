@@ -184,3 +184,15 @@ def test_a_need_that_only_names_a_thing_asks_to_see_it() -> None:
     assert _first(catalog, "notes of a team") == "note_list"
     # A verb still says what it says.
     assert _first(catalog, "redeliver a webhook delivery") == "delivery_redeliver"
+
+
+def test_either_action_of_a_create_or_update_tool_is_its_action() -> None:
+    catalog = _catalog(
+        _tool("secret_create_or_update", "Create or update a secret.", "PUT /secrets/{s}"),
+        _tool("secret_set_repos", "Set the repositories of a secret.", "PUT /secrets/{s}/r"),
+    )
+    # "update" and its synonyms ("set", "edit") name the second action of the tool named
+    # "create or update" as much as the first action of the one named "set".
+    assert _first(catalog, "update a secret") == "secret_create_or_update"
+    assert _first(catalog, "edit a secret") == "secret_create_or_update"
+    assert _first(catalog, "set the repositories of a secret") == "secret_set_repos"

@@ -125,6 +125,9 @@ class _Index:
     source_ranges: dict[str, tuple[int, int]]
     actions: list[str | None]
     """Per tool, the action its name performs: the first of its words that is a verb."""
+    alternatives: dict[int, str]
+    """Tools whose name offers a second action after "or" (``create_or_update_secret``):
+    that action."""
     pairs: dict[tuple[str, str], array[int]]
     """Two terms adjacent in a tool's name -> those tools (``remove_label``: remove, label)."""
     family: dict[str, tuple[str, ...]]
@@ -279,6 +282,11 @@ def _build(available: Iterable[ToolDefinition]) -> _Index:
         source_ranges[tool.source] = (lo, doc + 1)
     names.sort()
     actions = [next((t for t in terms if t in ACTION_VERBS), None) for terms in field_terms["name"]]
+    alternatives = {
+        doc: alternative
+        for doc, tool in enumerate(tools)
+        if (alternative := _alternative_action(tool.name, actions[doc])) is not None
+    }
     pairs: dict[tuple[str, str], list[int]] = {}
     for doc in range(count):
         # Adjacent as written (stopwords kept): ``list_for_release`` does not pair list+release.
@@ -301,6 +309,7 @@ def _build(available: Iterable[ToolDefinition]) -> _Index:
         verb_reads=verb_reads,
         family={r: tuple(terms) for r, terms in family.items() if len(terms) > 1},
         actions=actions,
+        alternatives=alternatives,
         pairs={p: array("I", docs) for p, docs in pairs.items()},
         tools=tools,
         postings=postings,
@@ -309,6 +318,17 @@ def _build(available: Iterable[ToolDefinition]) -> _Index:
         names=names,
         source_ranges=source_ranges,
     )
+
+
+def _alternative_action(name: str, action: str | None) -> str | None:
+    """The verb after "or" right after the name's action: ``create_or_update`` -> update."""
+    if action is None:
+        return None
+    terms = [stem(w) for w in words(name)]
+    for first, middle, last in zip(terms, terms[1:], terms[2:], strict=False):
+        if first == action and middle == "or" and last in ACTION_VERBS:
+            return last
+    return None
 
 
 def _variants(index: _Index, term: str, lexicon: bool = True) -> list[tuple[str, float]]:
@@ -482,8 +502,14 @@ class _Intent:
         weights = self.weights
         reads = self.index.reads
         wanted = self.reads
+        alternatives = self.index.alternatives
         for doc, score in scores.items():
             weight = weights.get(actions[doc])  # type: ignore[arg-type]
+            if doc in alternatives:
+                # Either action of a ``create_or_update`` tool may be the one named.
+                other = weights.get(alternatives[doc])
+                if other is not None and (weight is None or other[1] > weight[1]):
+                    weight = other
             if weight is not None:
                 score = score * weight[0] + weight[1]
             if wanted and reads[doc] and reads[doc] != wanted:
