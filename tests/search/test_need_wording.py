@@ -196,3 +196,18 @@ def test_either_action_of_a_create_or_update_tool_is_its_action() -> None:
     assert _first(catalog, "update a secret") == "secret_create_or_update"
     assert _first(catalog, "edit a secret") == "secret_create_or_update"
     assert _first(catalog, "set the repositories of a secret") == "secret_set_repos"
+
+
+def test_a_verb_before_a_determiner_that_does_not_read_asks_for_a_change() -> None:
+    catalog = _catalog(
+        _tool("ticket_details", "Details of a ticket, open or closed.", "GET /tickets/{t}"),
+        _tool("ticket_update", "Update a ticket: close it or reopen it.", "PATCH /tickets/{t}"),
+        _tool("ticket_list", "List tickets, open or closed.", "GET /tickets"),
+    )
+    # "close" is a catalog verb no tool here is named by, so the tools' hints do not say
+    # what it does; a word followed by "a"/"the"/"my" stands as a verb, and one that is
+    # not a read verb asks for a change.
+    assert _first(catalog, "close a ticket") == "ticket_update"
+    assert _first(catalog, "close my ticket") == "ticket_update"
+    # A read verb in that place still reads.
+    assert _first(catalog, "show a ticket") == "ticket_details"

@@ -84,7 +84,9 @@ def need_kind(
     """Whether the need asks to see (``SEE``) or to change (``CHANGE``) something, or does
     not say (0). From its first word: a question word sees; a verb sees or changes as the
     catalog's tools performing it (or a synonym of it) declare (``verb_reads``); any other
-    verb as the lexicon classes it."""
+    verb as the lexicon classes it; a need that names only a thing (``names_a_thing``)
+    sees; a word the lexicon does not class, followed by a determiner ("close an issue",
+    "store the key"), stands as a verb and changes something unless it is a read verb."""
     first = next((w for w in raw if w not in _FILLER), None)
     if first is None:
         return 0
@@ -95,7 +97,16 @@ def need_kind(
     if kinds:
         return 0 if len(kinds) > 1 else SEE if kinds.pop() else CHANGE
     kind = lexicon_kind(raw, vocabulary)
-    return SEE if kind == "r" else CHANGE if kind == "w" else 0
+    if kind:
+        return SEE if kind == "r" else CHANGE if kind == "w" else 0
+    at = raw.index(first)
+    if (
+        at + 1 < len(raw)
+        and raw[at + 1] in DETERMINERS
+        and not {term, *SYNONYMS.get(term, ())} & READ_VERBS
+    ):
+        return CHANGE
+    return 0
 
 
 def names_a_thing(raw: list[str]) -> bool:
