@@ -211,3 +211,17 @@ def test_a_verb_before_a_determiner_that_does_not_read_asks_for_a_change() -> No
     assert _first(catalog, "close my ticket") == "ticket_update"
     # A read verb in that place still reads.
     assert _first(catalog, "show a ticket") == "ticket_details"
+
+
+def test_a_verb_with_off_or_away_after_its_object_separates() -> None:
+    catalog = _catalog(
+        _tool("labels_add", "Add labels to a runner.", "POST /runners/{r}/labels"),
+        _tool("labels_list", "List the labels of a runner.", "GET /runners/{r}/labels"),
+        _tool("labels_remove", "Remove a label from a runner.", "DELETE /runners/{r}/labels/{l}"),
+    )
+    # "take X off", "pull X off", "take X away": the need removes, whatever the verb.
+    assert _first(catalog, "take a label off a runner") == "labels_remove"
+    assert _first(catalog, "pull that label off the runner") == "labels_remove"
+    assert _first(catalog, "take the label away from a runner") == "labels_remove"
+    # A read verb keeps its reading.
+    assert _first(catalog, "list the labels switched off on a runner") == "labels_list"

@@ -39,6 +39,8 @@ DETERMINERS = frozenset(
 """Words that open a noun phrase: a need that starts with one names a thing to see."""
 PARTICLES = frozenset("away off back out up down over".split())  # noqa: SIM905
 """Adverb particles of English phrasal verbs ("throw away", "take off", "bring back")."""
+SEPARATING = frozenset(("off", "away"))
+"""Particles that, after a verb's object, separate it from something ("take X off")."""
 
 SEE, CHANGE = 1, 2
 """Kinds of need and of tool (0: unknown), as ``rank._Index.reads`` stores them."""
@@ -157,6 +159,22 @@ def asks_for_many(raw: list[str]) -> bool:
 def undoes(raw: list[str], at: int) -> bool:
     """Whether ``raw[at]`` negates the gerund after it ("stop sharing", "stop using")."""
     return raw[at] in NEGATING_VERBS and at + 1 < len(raw) and raw[at + 1].endswith("ing")
+
+
+def separates(raw: list[str]) -> bool:
+    """Whether the need's leading verb has "off" or "away" after its object ("take a label
+    off a runner", "kick a collaborator off the repository", "take Copilot away from
+    users"): in English that verb separates something from something else. Next to the
+    verb the particle can mean something else ("kick off a build"), so only the separated
+    form counts; after a read verb it belongs to something else ("list runners switched
+    off")."""
+    at = lead_position(raw)
+    if at is None:
+        return False
+    term = stem(raw[at])
+    if {term, *SYNONYMS.get(term, ())} & READ_VERBS:
+        return False
+    return any(w in SEPARATING for w in raw[at + 2 :])
 
 
 def phrasal_actions(raw: list[str], actions: frozenset[str]) -> set[str]:

@@ -29,6 +29,7 @@ from codemodekit.search.need import (
     names_change,
     need_kind,
     phrasal_actions,
+    separates,
     undoes,
 )
 from codemodekit.search.text import (
@@ -552,6 +553,12 @@ def _intent(index: _Index, query: str) -> _Intent:
                 named.discard(stem(first))
                 named.difference_update(SYNONYMS.get(stem(first), ()))
                 undo = True
+    if separates(raw):
+        # "take a label off a runner": the need undoes (remove, disable, revoke, delete).
+        assert lead is not None
+        named.discard(stem(raw[lead]))
+        named.difference_update(SYNONYMS.get(stem(raw[lead]), ()))
+        undo = True
     if undo:
         named.update(UNDO_VERBS)
     if asks_for_many(raw) and not named - READ_VERBS - {"list"}:
