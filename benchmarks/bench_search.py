@@ -8,7 +8,8 @@ petstore) for the two kinds of query sets (docs/adr/0031):
 - FIT: every set the ranking was designed or tuned on (``queries.json`` with its
   development and validation parts, ``queries_heldout.json``,
   ``queries_heldout_2026_12.json``, ``queries_fit_h20c.json``,
-  ``queries_fit_h20c_b.json``, ``queries_fit_h20d.json``); weights and rules are chosen on these only;
+  ``queries_fit_h20c_b.json``, ``queries_fit_h20d.json``,
+  ``queries_fit_h20d_b.json``); weights and rules are chosen on these only;
 - FLOOR: ``queries_heldout_h20.json``, written before the ranking changes of issue 20 and
   never used to choose anything; the figure to believe;
 - FLOOR h20c: ``queries_heldout_h20c.json``, a second never-tuned set, committed before the
@@ -85,6 +86,7 @@ def quality(show_misses: bool = False, fit_only: bool = False) -> None:
             "queries_fit_h20c.json",
             "queries_fit_h20c_b.json",
             "queries_fit_h20d.json",
+            "queries_fit_h20d_b.json",
         )
     ]
     fit = [c for _, cases in fit_parts for c in cases]
