@@ -225,3 +225,27 @@ def test_a_verb_with_off_or_away_after_its_object_separates() -> None:
     assert _first(catalog, "take the label away from a runner") == "labels_remove"
     # A read verb keeps its reading.
     assert _first(catalog, "list the labels switched off on a runner") == "labels_list"
+
+
+def test_a_need_led_by_a_word_that_is_no_verb_asks_to_see() -> None:
+    catalog = _catalog(
+        _tool("cache_limit_apply", "Cache size limit of an enterprise.", "PUT /e/{e}/limit"),
+        _tool("cache_limit_show", "Cache size limit of an enterprise.", "GET /e/{e}/limit"),
+    )
+    # "maximum" is neither a catalog action nor a verb of the lexicon, and a noun follows
+    # it: the need is a noun phrase, and names something to see.
+    assert _first(catalog, "maximum cache size of an enterprise") == "cache_limit_show"
+    # A verb there still says what it says.
+    assert _first(catalog, "apply a cache size limit to an enterprise") == "cache_limit_apply"
+
+
+def test_a_yes_no_question_about_many_things_is_not_a_listing() -> None:
+    catalog = _catalog(
+        _tool("alerts_list", "List the alerts of a repository.", "GET /r/{r}/alerts"),
+        _tool(
+            "alerts_check", "Check whether alerts are enabled for a repository.", "GET /r/{r}/on"
+        ),
+    )
+    assert _first(catalog, "are alerts enabled for this repository") == "alerts_check"
+    # "are there": the answer is the things themselves.
+    assert _first(catalog, "are there alerts for this repository") == "alerts_list"

@@ -88,7 +88,10 @@ def need_kind(
     catalog's tools performing it (or a synonym of it) declare (``verb_reads``); any other
     verb as the lexicon classes it; a need that names only a thing (``names_a_thing``)
     sees; a word the lexicon does not class, followed by a determiner ("close an issue",
-    "store the key"), stands as a verb and changes something unless it is a read verb."""
+    "store the key"), stands as a verb and changes something unless it is a read verb;
+    followed by another word ("maximum cache size", "title and body of an issue"), it is
+    no verb (neither a catalog action nor a verb of the lexicon): the need names a thing
+    to see."""
     first = next((w for w in raw if w not in _FILLER), None)
     if first is None:
         return 0
@@ -108,6 +111,12 @@ def need_kind(
         and not {term, *SYNONYMS.get(term, ())} & READ_VERBS
     ):
         return CHANGE
+    if (
+        not {term, *SYNONYMS.get(term, ())} & ACTION_VERBS
+        and not verb_kind(term)
+        and (at + 1 >= len(raw) or raw[at + 1] not in STOPWORDS | PARTICLES)
+    ):
+        return SEE
     return 0
 
 
@@ -141,6 +150,8 @@ def asks_for_many(raw: list[str]) -> bool:
     and no single one of it."""
     if any(w in SINGULAR_CUES for w in raw):
         return False
+    if raw and raw[0] in YES_NO_WORDS and raw[1:2] != ["there"]:
+        return False  # "are alerts enabled for this repo": a yes or a no, not a listing
     at = lead_position(raw)
     if (
         _ARTICLE
