@@ -249,3 +249,16 @@ def test_a_yes_no_question_about_many_things_is_not_a_listing() -> None:
     assert _first(catalog, "are alerts enabled for this repository") == "alerts_check"
     # "are there": the answer is the things themselves.
     assert _first(catalog, "are there alerts for this repository") == "alerts_list"
+
+
+def test_undoing_something_is_also_done_by_the_un_verbs() -> None:
+    catalog = _catalog(
+        _tool("comment_delete", "Delete a comment.", "DELETE /comments/{c}"),
+        _tool("comment_pin", "Pin a comment to the top of an issue.", "PUT /comments/{c}/pin"),
+        _tool(
+            "comment_unpin", "Unpin a comment from the top of an issue.", "DELETE /comments/{c}/p"
+        ),
+    )
+    # "stop showing X at the top": an undo; "unpin" (un + a catalog action) undoes as
+    # much as "delete" does, and the rest of the need tells them apart.
+    assert _first(catalog, "stop showing a comment at the top of an issue") == "comment_unpin"

@@ -561,6 +561,8 @@ def _intent(index: _Index, query: str) -> _Intent:
         undo = True
     if undo:
         named.update(UNDO_VERBS)
+        # and "un" + a catalog action (unpin, unlock, unstar) undoes that action.
+        named.update(v for v in ACTION_VERBS if v.startswith("un") and v[2:] in ACTION_VERBS)
     if asks_for_many(raw) and not named - READ_VERBS - {"list"}:
         # "get all issues" is a listing: the read verbs stand for "list".
         named = {v for v in named if v != "get" and "get" not in SYNONYMS.get(v, ())}
