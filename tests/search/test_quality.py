@@ -23,7 +23,8 @@ FIXTURES = Path(__file__).parents[1] / "fixtures" / "search"
 # Two kinds of query sets (tests/fixtures/search/README.md, docs/adr/0031):
 # - the FIT set: every set the ranking was ever designed or tuned on (queries.json,
 #   queries_heldout.json, queries_heldout_2026_12.json, queries_fit_h20c.json,
-#   queries_fit_h20c_b.json) and queries_misses_fit.json;
+#   queries_fit_h20c_b.json, queries_fit_h20d.json, queries_fit_h20d_b.json) and
+#   queries_misses_fit.json;
 # - the FLOOR sets, queries_heldout_h20.json and queries_heldout_h20c.json: each written
 #   before a ranking change (issue 20's; ADR 0034's) and committed on its own first; never
 #   used to choose a rule, a word or a weight.
@@ -32,6 +33,8 @@ FIT_FILES = (
     "queries_heldout_2026_12.json",
     "queries_fit_h20c.json",
     "queries_fit_h20c_b.json",
+    "queries_fit_h20d.json",
+    "queries_fit_h20d_b.json",
 )
 FLOOR_FILE = FIXTURES / "queries_heldout_h20.json"
 FLOOR_FILE_2 = FIXTURES / "queries_heldout_h20c.json"
@@ -83,11 +86,14 @@ def test_recall_on_the_fit_set() -> None:
     # 71 of queries_fit_h20c.json and 65 of queries_fit_h20c_b.json were each scored blind
     # first (0.648 / 0.845 and 0.538 / 0.831), then used to choose ADR 0034's rules: after,
     # 0.803 / 0.944 and 0.600 / 0.877.
+    # docs/adr/0038 added 100 needs scored blind first (queries_fit_h20d.json 0.600 /
+    # 0.883, queries_fit_h20d_b.json 0.425 / 0.800 on the ranking before it) and its rules:
+    # the 297 needs above 0.832 / 0.953 after, all 397 0.766 / 0.927.
     needs = _fit_needs()
-    assert len(needs) == 297
+    assert len(needs) == 397
     at1, at5 = _recall(needs)
-    assert at1 >= 0.79, f"recall@1 {at1:.3f}"
-    assert at5 >= 0.94, f"recall@5 {at5:.3f}"
+    assert at1 >= 0.76, f"recall@1 {at1:.3f}"
+    assert at5 >= 0.92, f"recall@5 {at5:.3f}"
 
 
 def _floor_recall(path: str | Path, count: int) -> tuple[float, float]:
@@ -124,10 +130,11 @@ def test_a_need_no_tool_answers_is_reported_as_a_weak_match() -> None:
     misses = _load("queries_misses_fit.json")
     flagged = [c["query"] for c in misses if search_catalog(catalog, c["query"]).weak]
     # Measured on the fit side: 6 of 8 misses flagged, 15 of 297 real needs (16 before
-    # docs/adr/0034; the rule itself is unchanged).
+    # docs/adr/0034; the rule itself is unchanged); with the 100 needs of docs/adr/0038,
+    # freer in their words, 28 of 397.
     assert len(flagged) >= 6, flagged
     real = [c["query"] for c in _fit_needs() if search_catalog(catalog, c["query"]).weak]
-    assert len(real) <= 15, real
+    assert len(real) <= 28, real
     picture = search_catalog(catalog, "show a picture", limit=3)
     assert picture.weak and picture.note is not None
     closest = ", ".join(h.address for h in picture.hits)
