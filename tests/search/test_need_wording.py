@@ -262,3 +262,13 @@ def test_undoing_something_is_also_done_by_the_un_verbs() -> None:
     # "stop showing X at the top": an undo; "unpin" (un + a catalog action) undoes as
     # much as "delete" does, and the rest of the need tells them apart.
     assert _first(catalog, "stop showing a comment at the top of an issue") == "comment_unpin"
+
+
+def test_stop_someone_from_doing_something_undoes_it() -> None:
+    catalog = _catalog(
+        _tool("stop_server", "Stop a running server of a team.", "POST /servers/{s}/stop"),
+        _tool("remove_team_access", "Remove teams from the agent policy.", "DELETE /policy/teams"),
+        _tool("add_team_access", "Add teams to the agent policy.", "POST /policy/teams"),
+    )
+    # The gerund may come after the object and "from": the need still undoes something.
+    assert _first(catalog, "stop some teams from using the agent") == "remove_team_access"

@@ -168,8 +168,16 @@ def asks_for_many(raw: list[str]) -> bool:
 
 
 def undoes(raw: list[str], at: int) -> bool:
-    """Whether ``raw[at]`` negates the gerund after it ("stop sharing", "stop using")."""
-    return raw[at] in NEGATING_VERBS and at + 1 < len(raw) and raw[at + 1].endswith("ing")
+    """Whether ``raw[at]`` negates the gerund after it ("stop sharing", "stop using") or
+    after "from" further on ("stop some teams from using X")."""
+    if raw[at] not in NEGATING_VERBS or at + 1 >= len(raw):
+        return False
+    if raw[at + 1].endswith("ing"):
+        return True
+    return any(
+        w == "from" and raw[i + 1].endswith("ing")
+        for i, w in enumerate(raw[at + 2 : -1], start=at + 2)
+    )
 
 
 def separates(raw: list[str]) -> bool:

@@ -544,11 +544,11 @@ def _intent(index: _Index, query: str) -> _Intent:
         named.add("check")
     named |= phrasal_actions(raw, ACTION_VERBS)  # "throw away" -> remove
     undo = False
-    for first, second in itertools.pairwise(raw):
+    for at, (first, second) in enumerate(itertools.pairwise(raw)):
         if first in NEGATING_VERBS:  # "stop following": the action is ``unfollow``
             named.discard(stem(second))
             named.add("un" + stem(second))
-            if second.endswith("ing"):
+            if undoes(raw, at):
                 # "stop sharing X with Y": undo the sharing (remove, disable, revoke).
                 named.discard(stem(first))
                 named.difference_update(SYNONYMS.get(stem(first), ()))
