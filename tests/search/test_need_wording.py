@@ -272,3 +272,14 @@ def test_stop_someone_from_doing_something_undoes_it() -> None:
     )
     # The gerund may come after the object and "from": the need still undoes something.
     assert _first(catalog, "stop some teams from using the agent") == "remove_team_access"
+
+
+def test_ending_something_may_be_done_by_deleting_it() -> None:
+    catalog = _catalog(
+        _tool("placeOrder", "Place an order for a pet.", "POST /store/order"),
+        _tool("deleteOrder", "Delete purchase order by identifier.", "DELETE /store/order/{o}"),
+        _tool("getOrderById", "Find purchase order by identifier.", "GET /store/order/{o}"),
+    )
+    # No tool cancels; "cancel" ends the order, and the tool that deletes it is not
+    # ranked down as a destructive tool the need did not ask for.
+    assert _first(catalog, "cancel a purchase order") == "deleteOrder"

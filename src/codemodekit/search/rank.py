@@ -109,6 +109,8 @@ _LEXICON_BROADER_WEIGHT = 0.35
 """A query word the catalog never uses stands for its lexicon synonyms and broader words
 (``search.lexicon``) at these weights."""
 _COLLECTION_WEIGHT = 0.8
+_ENDING = frozenset((stem("cancel"), *SYNONYMS[stem("cancel")]))
+"""Actions that end something ("cancel an order"): a tool that deletes it may do that."""
 
 
 @dataclass(slots=True)
@@ -574,7 +576,7 @@ def _intent(index: _Index, query: str) -> _Intent:
     for verb in list(named):
         named.update(s for s in SYNONYMS.get(verb, ()) if s in ACTION_VERBS)
     weights = {verb: (1.0, _ACTION_BONUS) for verb in named}
-    if not named & DESTRUCTIVE_VERBS:
+    if not named & (DESTRUCTIVE_VERBS | _ENDING):
         weights.update((verb, (_DESTRUCTIVE_FACTOR, 0.0)) for verb in DESTRUCTIVE_VERBS)
     pairs = list(dict.fromkeys(itertools.pairwise(tokenize(query))))
     return _Intent(
