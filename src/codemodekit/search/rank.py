@@ -285,16 +285,16 @@ def _build(available: Iterable[ToolDefinition]) -> _Index:
         source_ranges[tool.source] = (lo, doc + 1)
     names.sort()
     actions = [next((t for t in terms if t in ACTION_VERBS), None) for terms in field_terms["name"]]
-    alternatives = {
-        doc: alternative
-        for doc, tool in enumerate(tools)
-        if (alternative := _alternative_action(tool.name, actions[doc])) is not None
-    }
+    alternatives: dict[int, str] = {}
     pairs: dict[tuple[str, str], list[int]] = {}
     for doc in range(count):
         # Adjacent as written (stopwords kept): ``list_for_release`` does not pair list+release.
-        for pair in dict.fromkeys(itertools.pairwise(map(stem, words(tools[doc].name)))):
+        written = [stem(w) for w in words(tools[doc].name)]
+        for pair in dict.fromkeys(itertools.pairwise(written)):
             pairs.setdefault(pair, []).append(doc)
+        alternative = _alternative_action(written, actions[doc])
+        if alternative is not None:
+            alternatives[doc] = alternative
     family: dict[str, list[str]] = {}
     for term in postings:
         family.setdefault(root(term), []).append(term)
@@ -323,11 +323,11 @@ def _build(available: Iterable[ToolDefinition]) -> _Index:
     )
 
 
-def _alternative_action(name: str, action: str | None) -> str | None:
-    """The verb after "or" right after the name's action: ``create_or_update`` -> update."""
+def _alternative_action(terms: list[str], action: str | None) -> str | None:
+    """The verb after "or" right after the name's action (``terms``: the name's stemmed
+    words as written): ``create_or_update`` -> update."""
     if action is None:
         return None
-    terms = [stem(w) for w in words(name)]
     for first, middle, last in zip(terms, terms[1:], terms[2:], strict=False):
         if first == action and middle == "or" and last in ACTION_VERBS:
             return last
