@@ -30,12 +30,13 @@ import socket
 import threading
 import time
 import traceback
+from collections.abc import Iterator
 from typing import Any, BinaryIO, cast
 
 import quickjs
 
 from codemodekit.compiler.compile import CodeCompiler
-from codemodekit.compiler.query import compile_all_queries
+from codemodekit.compiler.query import compile_core_query, compile_next_group
 from codemodekit.errors import CompileFailure
 from codemodekit.limits import Limits
 from codemodekit.sandbox import _lockdown
@@ -223,14 +224,16 @@ class _Worker:
 
 
 def _warm_up(compiler: CodeCompiler) -> tuple[Any, Any]:
-    """Load and compile everything a run can need (after its lockdown a worker opens no
-    path, so nothing may be left to load lazily: modules, data files, the compiler's
-    queries) and prepare the context every worker forked from here hosts its run in (the
-    prelude compile is most of a trivial run's cost; a fork copies the finished context for
-    free). The zygote never runs user code, so that context stays pristine for every fork."""
+    """Load and compile what a run needs (after its lockdown a worker opens no path, so
+    nothing may be left to load lazily: modules, data files) and prepare the context every
+    worker forked from here hosts its run in (the prelude compile is most of a trivial
+    run's cost; a fork copies the finished context for free). The zygote never runs user
+    code, so that context stays pristine for every fork. The compiler's rarer queries are
+    compiled later, while no worker is wanted (``zygote_main``); a worker that needs one
+    before then compiles it itself (no path is opened for that)."""
     for name in PRELUDE_MODULES:
         prelude_source(name)
-    compile_all_queries()
+    compile_core_query()
     compiler.compile("const x: number = 1;\nreturn x;", max_source_bytes=1024)
     # What an error path imports on first use (tracebacks, unicode data for messages).
     import linecache
@@ -309,6 +312,40 @@ def _bare_fork() -> int:
     return pid
 
 
+def _requests(control: socket.socket) -> Iterator[list[int]]:
+    """The server's fork requests (each a socket for the worker) until it is gone. The compiler's rarer queries (≈55 ms)
+    are compiled in between, while no request waits, and all of them once the first worker
+    is forked: only a worker forked before may lack one (and compiles it if its source
+    needs it), so a fresh process's first run does not wait for them."""
+    compiling, served = True, False
+    while True:
+        try:
+            if compiling and served:
+                while compile_next_group():
+                    pass
+                compiling = False
+                gc.freeze()
+            if compiling:
+                try:
+                    message, fds, _flags, _addr = socket.recv_fds(
+                        control, 16, 1, socket.MSG_DONTWAIT
+                    )
+                except BlockingIOError:
+                    compiling = compile_next_group()
+                    if not compiling:
+                        gc.freeze()
+                    continue
+            else:
+                message, fds, _flags, _addr = socket.recv_fds(control, 16, 1)
+        except OSError:
+            return
+        if not message:
+            return
+        if fds:
+            yield fds
+            served = True
+
+
 def zygote_main(control_fd: int, namespaces: str | None = "not requested") -> None:
     """``namespaces``: ``None`` when the pool's bootstrap entered them (it must, before
     anything starts a thread), else why not."""
@@ -326,15 +363,7 @@ def zygote_main(control_fd: int, namespaces: str | None = "not requested") -> No
     gc.collect()
     gc.freeze()  # no GC pass in a child touches (and so copies) the zygote's objects
     control.sendall(b"R" + json.dumps(layers.report()).encode() + b"\n")
-    while True:
-        try:
-            message, fds, _flags, _addr = socket.recv_fds(control, 16, 1)
-        except OSError:
-            break
-        if not message:
-            break
-        if not fds:
-            continue
+    for fds in _requests(control):
         pid = fork()
         if pid == 0:  # the worker
             try:
