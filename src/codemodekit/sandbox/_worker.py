@@ -59,6 +59,8 @@ PRELUDE_MODULES = (
     "prelude_failure",
     "prelude_random",
 )
+LATE_QUERY_FORKS = 8
+"""Forks after which the zygote compiles a rarer query per fork even when requests wait."""
 REHEARSAL = (
     "const x: number = (await tools.rehearsal.one({ n: 1 })) as number;\nconsole.log(x);\nreturn x;"
 )
@@ -313,27 +315,31 @@ def _bare_fork() -> int:
 
 
 def _requests(control: socket.socket) -> Iterator[list[int]]:
-    """The server's fork requests (each a socket for the worker) until it is gone. The compiler's rarer queries (≈55 ms)
-    are compiled in between, while no request waits, and all of them once the first worker
-    is forked: only a worker forked before may lack one (and compiles it if its source
-    needs it), so a fresh process's first run does not wait for them."""
-    compiling, served = True, False
+    """The server's fork requests (each a socket for the worker) until it is gone. The
+    compiler's rarer queries (≈55 ms) are compiled in between: from the first fork on,
+    while no request waits, and one per fork from the ``LATE_QUERY_FORKS``-th on, so a
+    steady stream of requests cannot put them off for ever. Neither the zygote's start nor
+    its first forks wait for them (a fresh process's first run); a worker forked before a
+    query is compiled compiles it if its source needs it."""
+    compiling, served = True, 0
+
+    def compile_one() -> bool:
+        more = compile_next_group()
+        if not more:
+            gc.freeze()  # the queries, like everything before them
+        return more
+
     while True:
         try:
+            if compiling and served >= LATE_QUERY_FORKS:
+                compiling = compile_one()
             if compiling and served:
-                while compile_next_group():
-                    pass
-                compiling = False
-                gc.freeze()
-            if compiling:
                 try:
                     message, fds, _flags, _addr = socket.recv_fds(
                         control, 16, 1, socket.MSG_DONTWAIT
                     )
                 except BlockingIOError:
-                    compiling = compile_next_group()
-                    if not compiling:
-                        gc.freeze()
+                    compiling = compile_one()
                     continue
             else:
                 message, fds, _flags, _addr = socket.recv_fds(control, 16, 1)
@@ -343,7 +349,7 @@ def _requests(control: socket.socket) -> Iterator[list[int]]:
             return
         if fds:
             yield fds
-            served = True
+            served += 1
 
 
 def zygote_main(control_fd: int, namespaces: str | None = "not requested") -> None:
