@@ -33,14 +33,16 @@ async def until_cancelled(
 ) -> SandboxOutcome | None:
     """``work``'s outcome, or ``None`` once ``cancel`` or ``stop`` is set (``work`` is
     then cancelled: its worker killed, its tool calls cancelled)."""
+    # Set before the work starts: it never does (a run that answers in the turn its reply
+    # is read could otherwise finish before the cancel is noticed).
+    if stop.is_set() or (cancel is not None and cancel.is_set()):
+        _drop(work)
+        return None
     if cancel is not None:
         return await _until_set(work, cancel, stop)
     task = asyncio.current_task()
-    if stop.is_set() or task is None:
-        if isinstance(work, Coroutine):
-            work.close()
-        else:
-            asyncio.ensure_future(work).cancel()
+    if task is None:
+        _drop(work)
         return None
     cancelling = task.cancelling()
     stop.task = task
@@ -56,6 +58,13 @@ async def until_cancelled(
     if stop.is_set() and task.cancelling() > cancelling:
         task.uncancel()  # set as the work ended: the run is over, nothing to cancel
     return outcome
+
+
+def _drop(work: Awaitable[SandboxOutcome]) -> None:
+    if isinstance(work, Coroutine):
+        work.close()
+    else:
+        asyncio.ensure_future(work).cancel()
 
 
 async def _until_set(

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     # (its zygote starts faster and is smaller for every fork).
     import asyncio
 
+    from codemodekit.sandbox._resume import ResumingFuture
+
 T = TypeVar("T")
 
 WORKER_STACK_BYTES = 16 * 1024 * 1024
@@ -52,7 +54,7 @@ class _LoopFuture:
 
     __slots__ = ("future", "loop")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any]) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, future: ResumingFuture[Any]) -> None:
         self.loop, self.future = loop, future
 
     def set_running_or_notify_cancel(self) -> bool:
@@ -69,13 +71,14 @@ class _LoopFuture:
             self.loop.call_soon_threadsafe(_settle, self.future, ok, outcome)
 
 
-def _settle(future: asyncio.Future[Any], ok: bool, outcome: Any) -> None:
+def _settle(future: ResumingFuture[Any], ok: bool, outcome: Any) -> None:
     if future.done():
         return
     if ok:
-        future.set_result(outcome)
+        future.resolve(outcome)
     else:
-        future.set_exception(outcome)
+        future.reject(outcome)
+    future.wake()  # a loop callback: the awaiting run goes on in this turn
 
 
 class JsWorkers:
@@ -142,7 +145,9 @@ class JsWorkers:
             self._start()
         import asyncio
 
-        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        from codemodekit.sandbox._resume import ResumingFuture
+
+        future: ResumingFuture[T] = ResumingFuture(asyncio.get_running_loop())
         self._queue.put((fn, _LoopFuture(future.get_loop(), future)))
         return future
 

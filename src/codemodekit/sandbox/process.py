@@ -31,6 +31,7 @@ from codemodekit.sandbox._protocol import (
     decode_step,
     frame,
 )
+from codemodekit.sandbox._resume import ResumingFuture
 from codemodekit.sandbox._step import Step
 from codemodekit.sandbox.base import (
     CompiledProgram,
@@ -204,7 +205,7 @@ class _ProcessChannel:
         self._loop = asyncio.get_running_loop()
         self._buffer = bytearray()
         self._received = bytearray(RECEIVE_BYTES)
-        self._pending: asyncio.Future[tuple[bytes, bytes]] | None = None
+        self._pending: ResumingFuture[tuple[bytes, bytes]] | None = None
         self._used_s = 0.0
         self.worker_cpu_s = 0.0
         """The worker's CPU time over this run's requests, as it reported it."""
@@ -267,7 +268,7 @@ class _ProcessChannel:
                 raise _WorkerLost(
                     _lost("the worker died while the run awaited tools", worker=worker)
                 )
-            future: asyncio.Future[tuple[bytes, bytes]] = self._loop.create_future()
+            future: ResumingFuture[tuple[bytes, bytes]] = ResumingFuture(self._loop)
             self._pending = future
             data = frame(kind, payload)
             self._in_slice = True
@@ -368,6 +369,9 @@ class _ProcessChannel:
             self._take(buffer, len(buffer))
         else:
             self._take(received, size)  # the common case: a whole reply in one read
+        pending = self._pending
+        if pending is not None:
+            pending.wake()  # the run goes on in this turn of the loop
 
     def _take(self, data: bytearray, size: int) -> None:
         """Deliver the whole frames at the start of ``data[:size]`` and keep the rest in
@@ -407,7 +411,7 @@ class _ProcessChannel:
         self._sharing = False  # model code has run in the worker from here on
         pending = self._pending
         if pending is not None and not pending.done():
-            pending.set_result((kind, payload))
+            pending.resolve((kind, payload))
         return True
 
     def _on_closed(self, *, unread: bool) -> None:

@@ -3,7 +3,8 @@
 ``run_in_executor`` costs two futures chained across threads (a ``concurrent.futures``
 future with its lock and condition, wrapped in an asyncio one) and an executor that checks
 its thread count on every submit. A tool call needs less: a queue the threads take calls
-from, and one ``call_soon_threadsafe`` that hands the outcome to the caller's future.
+from, and one ``call_soon_threadsafe`` that hands the outcome to the caller's future, which
+resumes the awaiting run in that same turn of the event loop (``ResumingFuture``).
 
 Threads start on demand, up to ``limit``, and stay. A tool that hangs keeps its thread
 (threads cannot be stopped); the source's other calls use the rest.
@@ -18,16 +19,19 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-_Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[[], Any]]
+from codemodekit.sandbox._resume import ResumingFuture
+
+_Job = tuple[asyncio.AbstractEventLoop, "ResumingFuture[Any]", Callable[[], Any]]
 
 
-def _settle(future: asyncio.Future[Any], ok: bool, outcome: Any) -> None:
+def _settle(future: ResumingFuture[Any], ok: bool, outcome: Any) -> None:
     if future.done():
         return  # cancelled while the tool ran: its outcome goes nowhere
     if ok:
-        future.set_result(outcome)
+        future.resolve(outcome)
     else:
-        future.set_exception(outcome)
+        future.reject(outcome)
+    future.wake()  # a loop callback: the awaiting run goes on now
 
 
 class ToolThreads:
@@ -46,7 +50,7 @@ class ToolThreads:
         """``fn()`` on one of the threads; its outcome arrives in the returned future.
         Cancelling the future drops a call no thread has taken yet."""
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[Any] = loop.create_future()
+        future: ResumingFuture[Any] = ResumingFuture(loop)
         with self._lock:
             if self._closed:
                 raise RuntimeError("the source's tool threads are closed")
