@@ -34,7 +34,10 @@ def depth_exceeds(value: Any, bound: int = MAX_NESTING) -> bool:
     """True when ``value`` nests arrays/objects more than ``bound`` levels deep."""
     # Level by level: one pass per depth, exact type checks first (the ABC checks of
     # ``isinstance(x, Mapping)`` dominated a 10,000-tool catalog build).
-    level = [value] if _container(value) else []
+    kind = type(value)
+    if kind in _SCALARS:
+        return False
+    level = [value] if kind is dict or kind is list or _container(value) else []
     depth = 0
     while level:
         depth += 1

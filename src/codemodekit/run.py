@@ -452,7 +452,10 @@ class CodeMode:
             policy=self.policy,
             limits=self.limits,
             execution_id=execution_id,
-            on_event=lambda kind, tool, message: progress.emit(kind, message, tool),  # type: ignore[arg-type]
+            # Nobody follows the run's progress: its calls skip the per-call events.
+            on_event=None
+            if on_progress is None
+            else lambda kind, tool, message: progress.emit(kind, message, tool),  # type: ignore[arg-type]
             observer=observer,
             caller=caller,
             context=context,

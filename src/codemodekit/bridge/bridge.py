@@ -142,9 +142,15 @@ class _Slots:
         self._free = size
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
 
-    async def acquire(self) -> None:
+    def take(self) -> bool:
+        """Take a free slot if there is one and nobody waits for it (no coroutine)."""
         if self._free > 0 and not self._waiters:
             self._free -= 1
+            return True
+        return False
+
+    async def acquire(self) -> None:
+        if self.take():
             return
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
@@ -290,15 +296,17 @@ class ToolBridge:
                 address=address,
                 source=source,
             )
-        self._check_still_listed(definition)
+        self._check_still_listed(definition, catalog)
         return definition, catalog
 
-    def _check_still_listed(self, definition: ToolDefinition) -> None:
+    def _check_still_listed(self, definition: ToolDefinition, catalog: Catalog) -> None:
         """A tool the source dropped after the run started fails as not found, before
-        any dispatch (the run's own catalog still lists it)."""
+        any dispatch (the run's own catalog, ``catalog``, still lists it)."""
         if self._live is None:
             return
         live = self._live()
+        if live is catalog:
+            return  # the catalog has not changed since the run started
         source = definition.source
         if live.get(source, definition.name) is None and live.source_tools(source):
             raise self._reject(
@@ -369,7 +377,7 @@ class ToolBridge:
                 )
             self._plans[(source, tool)] = plan
         else:
-            self._check_still_listed(plan.definition)
+            self._check_still_listed(plan.definition, plan.catalog)
         return plan
 
     def _request(self, plan: _Plan, arguments: dict[str, Any]) -> ToolCallRequest:
@@ -462,12 +470,16 @@ class ToolBridge:
                 source=source,
                 details=(("path", issue.path),),
             )
-        queued = time.perf_counter()
-        await self._slots.acquire()
-        try:
+        if record is None:
+            if not self._slots.take():
+                await self._slots.acquire()
             dispatched = time.perf_counter()
-            if record is not None:
-                record.queue_ms = (dispatched - queued) * 1000
+        else:
+            queued = time.perf_counter()
+            await self._slots.acquire()
+            dispatched = time.perf_counter()
+            record.queue_ms = (dispatched - queued) * 1000
+        try:
             try:
                 return await self._dispatch(plan, validators[1], call_id, arguments, record)
             finally:
@@ -610,8 +622,8 @@ class ToolBridge:
         if output.structured_content is not None:
             result["structuredContent"] = output.structured_content
         # One level for the result object and one for the content list are ours.
-        if depth_exceeds(output.structured_content) or any(
-            depth_exceeds(block) for block in output.content
+        if depth_exceeds(output.structured_content) or (
+            output.content and any(depth_exceeds(block) for block in output.content)
         ):
             raise self._reject(
                 ErrorCode.TOOL_RESULT_INVALID,

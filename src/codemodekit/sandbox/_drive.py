@@ -189,7 +189,13 @@ async def _awaited_here(host: SandboxHost, call: ToolCall, rejected: dict[int, D
     try:
         work = host.call_tool(call.source, call.tool, call.arguments)
         if isinstance(work, types.CoroutineType):
-            value = await stepwise(work, context=contextvars.copy_context())
+            context = contextvars.copy_context()
+            try:
+                awaited = context.run(work.send, None)
+            except StopIteration as stop:  # answered without waiting: no stepping needed
+                value = stop.value
+            else:
+                value = await stepwise(work, context=context, awaited=awaited)
         else:
             value = await work
     except asyncio.CancelledError as exc:

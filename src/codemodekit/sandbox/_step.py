@@ -68,8 +68,16 @@ def well_formed(value: Any) -> Any:
     return value
 
 
+_scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
 def loads(text: str) -> Any:
-    value = json.loads(text)
+    try:
+        value, end = _scan(text, 0)  # the decoder's own scanner, without its two regexes
+    except StopIteration:
+        end = -1
+    if end != len(text):
+        value = json.loads(text)  # not one bare JSON value: the full decoder says why
     if "\\ud" in text or "\\uD" in text:
         value = well_formed(value)
     return value
