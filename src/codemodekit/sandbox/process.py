@@ -17,6 +17,7 @@ import dataclasses
 import json
 import logging
 import time
+from collections.abc import Coroutine
 from typing import Any
 
 from codemodekit.errors import Diagnostic, ErrorCode, new_correlation_id
@@ -202,6 +203,7 @@ class _ProcessChannel:
         self._worker = worker
         self._start_request = start_request
         self._limits = limits
+        self._budget_s = limits.compute_time_ms / 1000
         self._loop = asyncio.get_running_loop()
         self._buffer = bytearray()
         self._received = bytearray(RECEIVE_BYTES)
@@ -252,8 +254,9 @@ class _ProcessChannel:
                 _lost("sandbox workers died before taking the run", worker=self._worker)
             )
 
-    async def settle(self, batch: str) -> Step:
-        return await self._request(b"T", batch.encode("utf-8", "surrogatepass"))
+    def settle(self, batch: str) -> Coroutine[Any, Any, Step]:
+        # The request's coroutine itself (one coroutine per call, not two).
+        return self._request(b"T", batch.encode("utf-8", "surrogatepass"))
 
     async def abandon(self, diagnostic: Diagnostic) -> Step:
         return await self._request(b"A", json.dumps(diagnostic.to_json()).encode())
@@ -280,9 +283,9 @@ class _ProcessChannel:
                 if not self._taken:
                     raise _NeverTaken from None
                 raise _WorkerLost(_lost("the worker's socket closed", worker=worker)) from None
-            budget_s = self._limits.compute_time_ms / 1000
             self._base_s = worker.cpu_s
-            self._allowed_s = max(budget_s - self._used_s, 0.0) + allowance_s + KILL_GRACE_S
+            left_s = self._budget_s - self._used_s
+            self._allowed_s = (left_s if left_s > 0.0 else 0.0) + allowance_s + KILL_GRACE_S
             # One timer serves the run's requests while it fires early enough (the budget left
             # shrinks no faster than the clock moves, so it mostly does); when it fires it
             # checks the request pending then and re-arms.
@@ -312,9 +315,12 @@ class _ProcessChannel:
         except _WorkerLost as lost:
             self.reusable = False
             return self._end(lost.diagnostic)
-        spent = max(cpu_s - self._base_s, 0.0)
-        self.worker_cpu_s += spent
-        self._used_s += max(spent - step.compile_ms / 1000, 0.0)
+        spent = cpu_s - self._base_s
+        if spent > 0.0:
+            self.worker_cpu_s += spent
+            if step.compile_ms:
+                spent = max(spent - step.compile_ms / 1000, 0.0)
+            self._used_s += spent
         worker.cpu_s = cpu_s
         if step.done:
             worker.runs += 1
