@@ -390,7 +390,10 @@ class _ProcessChannel:
                 return
             if size - at < 4 + length:
                 break
-            kind, payload = bytes(data[at + 4 : at + 5]), bytes(data[at + 5 : at + 4 + length])
+            # One copy each (slicing the bytearray first would copy twice).
+            view = memoryview(data)
+            kind, payload = bytes(view[at + 4 : at + 5]), bytes(view[at + 5 : at + 4 + length])
+            view.release()  # the buffer may be resized below
             at += 4 + length
             if not self._deliver(kind, payload):
                 return
