@@ -45,7 +45,7 @@ def depth_exceeds(value: Any, bound: int = MAX_NESTING) -> bool:
             return True
         below: list[Any] = []
         for node in level:
-            for child in node.values() if _is_mapping(node) else node:
+            for child in node.values() if type(node) is dict or _is_mapping(node) else node:
                 kind = type(child)
                 if kind is dict or kind is list or kind is tuple:
                     below.append(child)

@@ -22,7 +22,7 @@ async def _awaiting(future: ResumingFuture[Any]) -> asyncio.Task[Any]:
 
 async def test_wake_from_a_loop_callback_resumes_the_task_inside_that_callback() -> None:
     loop = asyncio.get_running_loop()
-    future: ResumingFuture[int] = ResumingFuture(loop)
+    future: ResumingFuture[int] = ResumingFuture(loop=loop)
     task = await _awaiting(future)
     seen: list[bool] = []
     handled = asyncio.Event()
@@ -41,7 +41,7 @@ async def test_wake_from_a_loop_callback_resumes_the_task_inside_that_callback()
 
 
 async def test_wake_inside_a_task_schedules_the_step_instead() -> None:
-    future: ResumingFuture[int] = ResumingFuture(asyncio.get_running_loop())
+    future: ResumingFuture[int] = ResumingFuture(loop=asyncio.get_running_loop())
     task = await _awaiting(future)
     future.resolve(3)
     future.wake()  # this test is a task: the awaiting task cannot step inside it
@@ -51,7 +51,7 @@ async def test_wake_inside_a_task_schedules_the_step_instead() -> None:
 
 @pytest.mark.parametrize("how", ["set_result", "set_exception", "cancel", "reject"])
 async def test_every_other_completion_wakes_the_task_as_asyncio_does(how: str) -> None:
-    future: ResumingFuture[int] = ResumingFuture(asyncio.get_running_loop())
+    future: ResumingFuture[int] = ResumingFuture(loop=asyncio.get_running_loop())
     task = await _awaiting(future)
     if how == "set_result":
         future.set_result(5)
@@ -73,7 +73,7 @@ async def test_every_other_completion_wakes_the_task_as_asyncio_does(how: str) -
 
 
 async def test_callbacks_after_the_first_and_removal_behave_as_usual() -> None:
-    future: ResumingFuture[int] = ResumingFuture(asyncio.get_running_loop())
+    future: ResumingFuture[int] = ResumingFuture(loop=asyncio.get_running_loop())
     calls: list[str] = []
     first = lambda f: calls.append("first")  # noqa: E731
     second = lambda f: calls.append("second")  # noqa: E731

@@ -457,7 +457,7 @@ class ToolBridge:
         self._account(size, address, source)
         if record is not None:
             record.request_bytes = size
-        validators = self._input_validators(plan)
+        validators = plan.validators or self._input_validators(plan)
         issue = validators[0].first_error(arguments)
         if issue is not None:
             raise self._reject(

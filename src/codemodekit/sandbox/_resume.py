@@ -28,11 +28,9 @@ _Callback = Callable[[Any], object]
 
 
 class ResumingFuture(asyncio.Future[T]):
-    __slots__ = ("_kept",)
+    """Built as ``ResumingFuture(loop=loop)``, as an asyncio future."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        super().__init__(loop=loop)
-        self._kept: tuple[_Callback, contextvars.Context | None] | None = None
+    _kept: tuple[_Callback, contextvars.Context | None] | None = None
 
     def add_done_callback(
         self, fn: _Callback, *, context: contextvars.Context | None = None

@@ -147,7 +147,7 @@ class JsWorkers:
 
         from codemodekit.sandbox._resume import ResumingFuture
 
-        future: ResumingFuture[T] = ResumingFuture(asyncio.get_running_loop())
+        future: ResumingFuture[T] = ResumingFuture(loop=asyncio.get_running_loop())
         self._queue.put((fn, _LoopFuture(future.get_loop(), future)))
         return future
 

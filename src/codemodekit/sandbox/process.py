@@ -271,7 +271,7 @@ class _ProcessChannel:
                 raise _WorkerLost(
                     _lost("the worker died while the run awaited tools", worker=worker)
                 )
-            future: ResumingFuture[tuple[bytes, bytes]] = ResumingFuture(self._loop)
+            future: ResumingFuture[tuple[bytes, bytes]] = ResumingFuture(loop=self._loop)
             self._pending = future
             data = frame(kind, payload)
             self._in_slice = True

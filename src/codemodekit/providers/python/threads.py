@@ -50,7 +50,7 @@ class ToolThreads:
         """``fn()`` on one of the threads; its outcome arrives in the returned future.
         Cancelling the future drops a call no thread has taken yet."""
         loop = asyncio.get_running_loop()
-        future: ResumingFuture[Any] = ResumingFuture(loop)
+        future: ResumingFuture[Any] = ResumingFuture(loop=loop)
         with self._lock:
             if self._closed:
                 raise RuntimeError("the source's tool threads are closed")
