@@ -61,7 +61,7 @@ async def test_everyday_needs_find_their_tools(tmp_path: Path) -> None:
 def test_ranking_is_deterministic_across_index_builds(tmp_path: Path) -> None:
     from tests.fixtures.search.catalog_fixture import fixture_catalog, fixture_queries
 
-    from codemodekit.search.rank import _cache
+    from codemodekit.search.index import _cache
     from codemodekit.search.search import search_catalog
 
     queries = [case["query"] for case in fixture_queries()]

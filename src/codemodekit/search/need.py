@@ -43,7 +43,7 @@ SEPARATING = frozenset(("off", "away"))
 """Particles that, after a verb's object, separate it from something ("take X off")."""
 
 SEE, CHANGE = 1, 2
-"""Kinds of need and of tool (0: unknown), as ``rank._Index.reads`` stores them."""
+"""Kinds of need and of tool (0: unknown), as ``index.SearchIndex.reads`` stores them."""
 
 
 def lead_position(raw: list[str]) -> int | None:

@@ -19,7 +19,8 @@ import importlib
 from collections.abc import Callable, Iterable, Mapping
 
 from codemodekit.catalog.catalog import Catalog, ToolDefinition
-from codemodekit.search.rank import index_for, score, word_coverage
+from codemodekit.search.index import index_for
+from codemodekit.search.rank import score, word_coverage
 from codemodekit.search.rank import top as top_documents
 from codemodekit.search.response import (
     Detail,
