@@ -17,6 +17,8 @@ import json
 import os
 import socket
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 
@@ -150,32 +152,39 @@ def _machine_busy_s() -> float:
     return (sum(values) - values[3] - values[4]) / os.sysconf("SC_CLK_TCK")
 
 
+FORK_FLOOR = """
+import gc, json, os, sys
+from codemodekit.compiler.compile import CodeCompiler
+from codemodekit.sandbox import _worker
+
+def _machine_busy_s():
+    with open("/proc/stat") as stat:
+        values = [int(v) for v in stat.readline().split()[1:]]
+    return (sum(values) - values[3] - values[4]) / os.sysconf("SC_CLK_TCK")
+
+_worker._warm_up(CodeCompiler())
+_worker._prepared_context()
+fork = _worker._bare_fork if _worker._single_threaded() else os.fork
+gc.collect()
+gc.freeze()
+cycles, busy = 300, _machine_busy_s()
+for _ in range(cycles):
+    child = fork()
+    if child == 0:
+        os._exit(0)
+    os.waitpid(child, 0)
+print(json.dumps((_machine_busy_s() - busy) * 1000 / cycles))
+"""
+"""In an interpreter of its own that imports what a zygote does, and nothing more."""
+
+
 def _fork_floor_row() -> None:
     """What a single-use worker costs at the least: a fork of a zygote-sized process (the
     warm-up done) that exits at once, reaped; the machine's CPU per cycle."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            _worker._warm_up(CodeCompiler())
-            _worker._prepared_context()
-            fork = _worker._bare_fork if _worker._single_threaded() else os.fork
-            gc.collect()
-            gc.freeze()
-            cycles, busy = 300, _machine_busy_s()
-            for _ in range(cycles):
-                child = fork()
-                if child == 0:
-                    os._exit(0)
-                os.waitpid(child, 0)
-            per = (_machine_busy_s() - busy) * 1000 / cycles
-            os.write(write_end, json.dumps(per).encode())
-        finally:
-            os._exit(0)
-    os.close(write_end)
-    per = json.loads(os.read(read_end, 64))
-    os.close(read_end)
-    os.waitpid(pid, 0)
+    done = subprocess.run(
+        [sys.executable, "-c", FORK_FLOOR], capture_output=True, text=True, check=True
+    )
+    per = json.loads(done.stdout)
     row("fork + exit of a zygote-sized process, machine CPU", per, "ms", "the floor of a worker")
 
 
