@@ -103,3 +103,30 @@ def test_the_rehearsal_runs_once_and_a_second_one_is_ignored(zygote: object) -> 
     twice = _serve(zygote, frame(b"R", b""), frame(b"R", b""), _start(PROGRAM))  # type: ignore[arg-type]
     assert [kind for kind, _ in twice] == [b"H", b"P", b"P"]
     assert twice[2][1].split(b"\n")[1] == b"[7,true]"
+
+
+def test_the_rehearsal_runs_its_program_to_the_end(zygote: object) -> None:
+    # A rehearsal that failed would go unnoticed by its runs (they only lose the speed-up):
+    # its own program must complete, its tool call settled and its value returned.
+    compiler, prepared, spare = zygote  # type: ignore[misc]
+    read_end, write_end = os.pipe()
+    ours, theirs = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            worker = _worker._Worker(
+                theirs, compiler, prepared, layers=NO_LAYERS, rss=0, spare=spare
+            )
+            step = worker._rehearse_in(spare)
+            os.write(write_end, json.dumps([step.done, step.ok, step.value_json]).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    try:
+        report = json.loads(os.read(read_end, 4096) or b"null")
+    finally:
+        os.close(read_end)
+        ours.close()
+        theirs.close()
+        os.waitpid(pid, 0)
+    assert report == [True, True, "1"]

@@ -2,7 +2,8 @@
 
 The pool starts the zygote with ``python -I`` and an empty environment (see ``pool.py``).
 The zygote enters a user + network namespace before anything else, imports the engine and
-the compiler, compiles every query, evaluates the prelude into a QuickJS context (and into
+the compiler, compiles the compiler's core query (the rarer ones after its first fork:
+ADR 0041), evaluates the prelude into a QuickJS context (and into
 a spare one, where a worker rehearses at a quiet moment: ADR 0039), builds the
 workers' seccomp filter, drops its capabilities, locks itself (no-new-privs, a deny-list
 filter: no exec, no socket, no file opened) and then only forks: for every request on its
@@ -123,10 +124,20 @@ class _Worker:
         copy-on-write faults of a fresh fork are paid here rather than by the run. A
         collection then marks every object of the run's inherited context, which copies
         its pages now rather than at the run's first writes. A worker taken under a stream
-        of runs skips it (ADR 0036): the CPU goes to the next workers (ADR 0037)."""
+        of runs skips it (ADR 0036): the CPU goes to the next workers (ADR 0039). A
+        rehearsal that fails costs nothing but its own speed-up: the run's context was not
+        entered."""
         spare, self._spare = self._spare, None
         if spare is None or self._prepared is None:
             return
+        try:
+            self._rehearse_in(spare)
+        except Exception:  # the worker's stderr is /dev/null; its run goes on as usual
+            return
+        self._prepared[0].gc()
+
+    def _rehearse_in(self, spare: tuple[Any, Any]) -> Step:
+        """The rehearsal's run in ``spare``; its last step."""
         taken_s = cpu_time()
         engine, step = self._begin(json.loads(REHEARSAL_REQUEST), spare, rehearsal=True)
         encode_step(step, cpu_time(), self._rss, taken_s)
@@ -134,7 +145,7 @@ class _Worker:
             ids = [line[1 : line.index(",")] for line in step.call_lines]
             step = engine.settle("\n".join(f"[{call_id},1,1]" for call_id in ids))
         encode_step(step, cpu_time(), self._rss)
-        self._prepared[0].gc()
+        return step
 
     def serve(self) -> None:
         hello = {"pid": os.getpid(), "u": cpu_time(), "r": self._rss}
@@ -231,8 +242,8 @@ def _warm_up(compiler: CodeCompiler) -> tuple[Any, Any]:
     worker forked from here hosts its run in (the prelude compile is most of a trivial
     run's cost; a fork copies the finished context for free). The zygote never runs user
     code, so that context stays pristine for every fork. The compiler's rarer queries are
-    compiled later, while no worker is wanted (``zygote_main``); a worker that needs one
-    before then compiles it itself (no path is opened for that)."""
+    compiled later, between fork requests (``_requests``); a worker that needs one before
+    then compiles it itself (no path is opened for that)."""
     for name in PRELUDE_MODULES:
         prelude_source(name)
     compile_core_query()
