@@ -38,6 +38,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.fixtures.search.catalog_fixture import (  # noqa: E402
+    FIT_FILES,
+    FLOOR_FILES,
     copies_for,
     fixture_catalog,
     fixture_queries,
@@ -78,21 +80,11 @@ def quality(show_misses: bool = False, fit_only: bool = False) -> None:
     for case in fixture_queries():
         by_set.setdefault(case.get("set", "development"), []).append(case)
     fit_parts += [(f"queries.json {name}", cases) for name, cases in by_set.items()]
-    fit_parts += [
-        (n, _load(n))
-        for n in (
-            "queries_heldout.json",
-            "queries_heldout_2026_12.json",
-            "queries_fit_h20c.json",
-            "queries_fit_h20c_b.json",
-            "queries_fit_h20d.json",
-            "queries_fit_h20d_b.json",
-        )
-    ]
+    fit_parts += [(n, _load(n)) for n in FIT_FILES]
     fit = [c for _, cases in fit_parts for c in cases]
-    floor_all = _load("queries_heldout_h20.json")
+    floor_all = _load(FLOOR_FILES[0])
     floor = [c for c in floor_all if c["expected"]]
-    floor_c = _load("queries_heldout_h20c.json")
+    floor_c = _load(FLOOR_FILES[1])
     rows = [*(("  fit: " + n, c) for n, c in fit_parts), ("FIT (all)", fit)]
     if not fit_only:
         rows += [("FLOOR (h20)", floor), ("FLOOR (h20c)", floor_c)]

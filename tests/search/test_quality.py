@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 from tests.conftest import node_package
 from tests.fixtures.search.catalog_fixture import (
+    FIT_FILES,
+    FLOOR_FILES,
     copies_for,
     fixture_catalog,
     fixture_catalog_built,
@@ -28,16 +30,7 @@ FIXTURES = Path(__file__).parents[1] / "fixtures" / "search"
 # - the FLOOR sets, queries_heldout_h20.json and queries_heldout_h20c.json: each written
 #   before a ranking change (issue 20's; ADR 0034's) and committed on its own first; never
 #   used to choose a rule, a word or a weight.
-FIT_FILES = (
-    "queries_heldout.json",
-    "queries_heldout_2026_12.json",
-    "queries_fit_h20c.json",
-    "queries_fit_h20c_b.json",
-    "queries_fit_h20d.json",
-    "queries_fit_h20d_b.json",
-)
-FLOOR_FILE = FIXTURES / "queries_heldout_h20.json"
-FLOOR_FILE_2 = FIXTURES / "queries_heldout_h20c.json"
+FLOOR_FILE, FLOOR_FILE_2 = (FIXTURES / name for name in FLOOR_FILES)
 RECALL_AT_5_FLOOR = 0.85
 """Recall@5 of the needs through the real OpenAPI provider (full descriptions)."""
 
