@@ -12,6 +12,7 @@ import json
 import os
 import socket
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -44,25 +45,20 @@ def _frames(sock: socket.socket) -> Iterator[tuple[bytes, bytes]]:
         yield body[:1], body[1:]
 
 
-def _serve(
-    zygote: tuple[CodeCompiler, object, object], *requests: bytes
-) -> list[tuple[bytes, bytes]]:
-    """The frames a forked worker sends for ``requests`` (then the start of the run)."""
+def _worker_on(sock: socket.socket, zygote: Any) -> Any:
+    """A worker serving ``sock`` in this (forked) process, as ``_serve_worker`` makes one."""
     compiler, prepared, spare = zygote
+    return _worker._Worker(sock, compiler, prepared, layers=NO_LAYERS, rss=0, spare=spare)
+
+
+def _serve(zygote: Any, *requests: bytes) -> list[tuple[bytes, bytes]]:
+    """The frames a forked worker sends for ``requests`` (then the start of the run)."""
     ours, theirs = socket.socketpair()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
         try:
             ours.close()
-            worker = _worker._Worker(
-                theirs,
-                compiler,
-                prepared,
-                layers=NO_LAYERS,
-                rss=0,
-                spare=spare,  # type: ignore[arg-type]
-            )
-            worker.serve()
+            _worker_on(theirs, zygote).serve()
         finally:
             os._exit(0)
     theirs.close()
@@ -86,8 +82,8 @@ def _start(source: str) -> bytes:
 
 
 def test_a_run_after_the_rehearsal_sees_none_of_it(zygote: object) -> None:
-    plain = _serve(zygote, _start(PROGRAM))  # type: ignore[arg-type]
-    rehearsed = _serve(zygote, frame(b"R", b""), _start(PROGRAM))  # type: ignore[arg-type]
+    plain = _serve(zygote, _start(PROGRAM))
+    rehearsed = _serve(zygote, frame(b"R", b""), _start(PROGRAM))
     kinds = [kind for kind, _ in rehearsed]
     assert kinds == [kind for kind, _ in plain] == [b"H", b"P", b"P"]
     # The first step: the same call (id 1, its arguments) and nothing logged by anyone else.
@@ -100,7 +96,7 @@ def test_a_run_after_the_rehearsal_sees_none_of_it(zygote: object) -> None:
 
 
 def test_the_rehearsal_runs_once_and_a_second_one_is_ignored(zygote: object) -> None:
-    twice = _serve(zygote, frame(b"R", b""), frame(b"R", b""), _start(PROGRAM))  # type: ignore[arg-type]
+    twice = _serve(zygote, frame(b"R", b""), frame(b"R", b""), _start(PROGRAM))
     assert [kind for kind, _ in twice] == [b"H", b"P", b"P"]
     assert twice[2][1].split(b"\n")[1] == b"[7,true]"
 
@@ -108,16 +104,13 @@ def test_the_rehearsal_runs_once_and_a_second_one_is_ignored(zygote: object) -> 
 def test_the_rehearsal_runs_its_program_to_the_end(zygote: object) -> None:
     # A rehearsal that failed would go unnoticed by its runs (they only lose the speed-up):
     # its own program must complete, its tool call settled and its value returned.
-    compiler, prepared, spare = zygote  # type: ignore[misc]
     read_end, write_end = os.pipe()
     ours, theirs = socket.socketpair()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
         try:
-            worker = _worker._Worker(
-                theirs, compiler, prepared, layers=NO_LAYERS, rss=0, spare=spare
-            )
-            step = worker._rehearse_in(spare)
+            worker = _worker_on(theirs, zygote)
+            step = worker._rehearse_in(worker._spare)
             os.write(write_end, json.dumps([step.done, step.ok, step.value_json]).encode())
         finally:
             os._exit(0)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import functools
 import math
 import os
 import resource
@@ -152,6 +153,7 @@ _SONAMES = {"c": "libc.so.6", "seccomp": "libseccomp.so.2"}
 """The libraries ``pyseccomp`` looks up when imported, by their Linux sonames."""
 
 
+@functools.cache
 def _seccomp_binding() -> Any:
     """``pyseccomp``, imported without its library lookups' cost: it resolves libc and
     libseccomp with ``ctypes.util.find_library``, which runs ``ldconfig -p`` once per name
