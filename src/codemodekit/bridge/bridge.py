@@ -470,14 +470,11 @@ class ToolBridge:
                 source=source,
                 details=(("path", issue.path),),
             )
-        if record is None:
-            if not self._slots.take():
-                await self._slots.acquire()
-            dispatched = time.perf_counter()
-        else:
-            queued = time.perf_counter()
+        queued = time.perf_counter()
+        if not self._slots.take():  # a free slot is taken without a coroutine
             await self._slots.acquire()
-            dispatched = time.perf_counter()
+        dispatched = time.perf_counter()
+        if record is not None:
             record.queue_ms = (dispatched - queued) * 1000
         try:
             try:
