@@ -14,7 +14,8 @@ MAY_BE_ZERO = frozenset(
 """Settings where 0 is meaningful (a computed default, or no queue at all)."""
 
 
-def _cpus() -> int:
+def usable_cpus() -> int:
+    """The CPUs this process may run on."""
     try:
         return len(os.sched_getaffinity(0)) or 1
     except (AttributeError, OSError):
@@ -93,7 +94,7 @@ class RuntimeOptions:
 
     @property
     def run_slots(self) -> int:
-        return self.max_runs or 32 * _cpus()
+        return self.max_runs or 32 * usable_cpus()
 
     @property
     def caller_run_slots(self) -> int:
@@ -108,7 +109,7 @@ class RuntimeOptions:
 
     @property
     def warm(self) -> int:
-        return min(self.warm_workers or max(16, 8 * _cpus()), self.run_slots)
+        return min(self.warm_workers or max(16, 8 * usable_cpus()), self.run_slots)
 
     def replace(self, **overrides: Any) -> RuntimeOptions:
         values = {f.name: getattr(self, f.name) for f in fields(self)}

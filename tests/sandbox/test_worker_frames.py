@@ -76,12 +76,24 @@ def _unread(sock: socket.socket) -> int:
 CALL = '[1,"a","b",{}]'
 
 
+class _Pool:
+    """What a channel asks its pool here: whether the server has a CPU to spare (then it
+    asks the worker to poll for its answers: ``W`` rather than ``T``). A worker that dies
+    untaken is replaced only by a real pool."""
+
+    def __init__(self, spare: bool = False) -> None:
+        self.spare = spare
+
+    def cpu_to_spare(self) -> bool:
+        return self.spare
+
+
 async def _exchange(pair: _Pair, request: Awaitable[Step], replies: tuple[bytes, ...]) -> Step:
     """Make ``request`` and answer it with ``replies`` from the worker's end, each piece
     read by the server on its own."""
     loop = asyncio.get_running_loop()
     answered = asyncio.ensure_future(request)
-    assert (await loop.sock_recv(pair.theirs, 1 << 16))[4:5] in (b"S", b"T")
+    assert (await loop.sock_recv(pair.theirs, 1 << 16))[4:5] in (b"S", b"T", b"W")
     for reply in replies:
         await loop.sock_sendall(pair.theirs, reply)
         while not answered.done() and _unread(pair.ours):
@@ -90,12 +102,16 @@ async def _exchange(pair: _Pair, request: Awaitable[Step], replies: tuple[bytes,
 
 
 async def _start_channel(
-    pair: _Pair, *replies: bytes, worker: Worker | None = None, limits: Limits | None = None
+    pair: _Pair,
+    *replies: bytes,
+    worker: Worker | None = None,
+    limits: Limits | None = None,
+    pool: _Pool | None = None,
 ) -> tuple[Step, _ProcessChannel]:
     """Start a run on ``worker`` (the pair's by default), answer with ``replies``, and
     return the first step and the channel (still watching the socket: detach it)."""
-    pool: Any = None  # the pool is used only to replace a worker that died untaken
-    channel = _ProcessChannel(pool, worker or pair.worker, b"{}", limits or Limits())
+    pool = pool or _Pool()
+    channel = _ProcessChannel(pool, worker or pair.worker, b"{}", limits or Limits())  # type: ignore[arg-type]
     try:
         return await _exchange(pair, channel.start(), replies), channel
     except BaseException:
@@ -117,6 +133,22 @@ async def _settle(pair: _Pair, *replies: bytes) -> Step:
         return await _exchange(pair, channel.settle("[1,1,1]"), replies)
     finally:
         channel.detach()
+
+
+@pytest.mark.parametrize("spare", [False, True], ids=["busy server", "a CPU to spare"])
+async def test_a_settle_asks_the_worker_to_poll_only_when_the_server_has_a_cpu_to_spare(
+    pair: _Pair, spare: bool
+) -> None:
+    loop = asyncio.get_running_loop()
+    _, channel = await _start_channel(pair, started(0.125, CALL), pool=_Pool(spare))
+    try:
+        answered = asyncio.ensure_future(channel.settle("[1,1,1]"))
+        request = await loop.sock_recv(pair.theirs, 1 << 16)
+        await loop.sock_sendall(pair.theirs, calls(0.25, '[2,"a","b",{}]'))
+        assert (await asyncio.wait_for(answered, 30)).call_lines == ['[2,"a","b",{}]']
+    finally:
+        channel.detach()
+    assert request[4:] == (b"W" if spare else b"T") + b"[1,1,1]"
 
 
 HOSTILE: dict[str, bytes] = {
@@ -183,7 +215,7 @@ async def test_a_worker_that_read_the_start_and_closed_fails_its_run(pair: _Pair
     # It read the request (nothing unread: the connection closes, not resets): the run was
     # its own, so it ends as a crash rather than moving to another worker.
     loop = asyncio.get_running_loop()
-    channel = _ProcessChannel(None, pair.worker, b"{}", Limits())  # type: ignore[arg-type]
+    channel = _ProcessChannel(_Pool(), pair.worker, b"{}", Limits())  # type: ignore[arg-type]
     try:
         answered = asyncio.ensure_future(channel.start())
         assert (await loop.sock_recv(pair.theirs, 1 << 16))[4:5] == b"S"

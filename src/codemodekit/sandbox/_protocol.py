@@ -2,7 +2,8 @@
 
 A frame is a 4-byte big-endian length, one kind byte, then the payload. Host to worker:
 ``S`` start a run (JSON: limits and the TypeScript source or a compiled program), ``T``
-settle calls (the batch text), ``A`` abandon (JSON diagnostic), ``X`` drop the current run,
+settle calls (the batch text), ``W`` the same, and poll for the next answer rather than
+sleep (the server has a CPU to spare: ADR 0042; ``"spin"`` in a start request), ``A`` abandon (JSON diagnostic), ``X`` drop the current run,
 ``Q`` quit, ``R`` rehearse (at a quiet moment, before any run). Worker to host: ``H`` hello
 (JSON: pid, CPU seconds), ``J`` the program it compiled (only when asked, before any model
 code ran), ``P`` a step, ``C`` a step that only queues calls. A start request is answered by

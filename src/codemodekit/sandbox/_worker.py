@@ -32,7 +32,7 @@ import threading
 import time
 import traceback
 from collections.abc import Iterator
-from typing import Any, BinaryIO, cast
+from typing import Any
 
 import quickjs
 
@@ -42,6 +42,7 @@ from codemodekit.errors import CompileFailure
 from codemodekit.limits import Limits
 from codemodekit.sandbox import _lockdown
 from codemodekit.sandbox._engine import Engine, internal_failure, prelude_source
+from codemodekit.sandbox._inbox import Inbox
 from codemodekit.sandbox._protocol import decode_diagnostic, encode_step, frame
 from codemodekit.sandbox._step import Step
 from codemodekit.sandbox._warm import prepare_context
@@ -92,7 +93,9 @@ class _Worker:
         spare: tuple[Any, Any] | None = None,
     ) -> None:
         self._conn = conn
-        self._reader = cast(BinaryIO, conn.makefile("rb", buffering=1 << 16))
+        self._inbox = Inbox(conn)
+        self._spin = False
+        """The server has a CPU to spare: poll for its next answer (``_inbox.py``)."""
         self._compiler = compiler
         self._watchdog = CpuOnly()
         self._layers = layers
@@ -106,16 +109,6 @@ class _Worker:
 
     def _send(self, kind: bytes, payload: bytes) -> None:
         self._conn.sendall(frame(kind, payload))
-
-    def _read(self) -> tuple[bytes, bytes] | None:
-        head = self._reader.read(4)
-        if len(head) < 4:
-            return None
-        size = int.from_bytes(head, "big")
-        body = self._reader.read(size)
-        if len(body) < size or size < 1:
-            return None
-        return body[:1], body[1:]
 
     def rehearse(self) -> None:
         """Off any run's path, when the pool says so (``R``, at a quiet moment): a whole run
@@ -151,7 +144,7 @@ class _Worker:
         hello = {"pid": os.getpid(), "u": cpu_time(), "r": self._rss}
         self._send(b"H", json.dumps(hello).encode())
         while True:
-            message = self._read()
+            message = self._inbox.read(spin=self._spin)
             if message is None or message[0] in (b"Q", b"X"):
                 return  # X: the run ended while it awaited tools
             kind, payload = message
@@ -176,12 +169,15 @@ class _Worker:
             prepared, self._prepared = self._prepared, None
             if prepared is None:
                 raise RuntimeError("a worker hosts one run")
-            self._engine, step = self._begin(json.loads(payload), prepared)
+            request = json.loads(payload)
+            self._spin = request.get("spin") is True
+            self._engine, step = self._begin(request, prepared)
             return step
         engine = self._engine
         if engine is None:
             raise RuntimeError(f"no run in progress for {kind!r}")
-        if kind == b"T":
+        if kind in (b"T", b"W"):
+            self._spin = kind == b"W"
             return engine.settle(payload.decode("utf-8", "surrogatepass"))
         if kind == b"A":
             return engine.abandon(decode_diagnostic(json.loads(payload)))

@@ -25,7 +25,7 @@ import socket
 import threading
 import time
 
-from codemodekit.runtime import MIB, RuntimeOptions
+from codemodekit.runtime import MIB, RuntimeOptions, usable_cpus
 from codemodekit.sandbox._protocol import frame
 from codemodekit.sandbox.admission import AdmissionPolicy, AdmissionRefused, FairAdmission
 from codemodekit.sandbox.base import RuntimeStats
@@ -181,6 +181,7 @@ class WorkerPool:
         # Read once (each is a system call for the CPUs this process may use): the pool is
         # sized for the machine it started on.
         self._run_slots = options.run_slots
+        self._cpus = usable_cpus()
         self._warm = options.warm
         self._zygote = Zygote(options.unsafe_allow_uncontained)
         self.programs = ProgramCache()
@@ -291,6 +292,12 @@ class WorkerPool:
                         self._spawning -= count - greeted
                 if greeted < count or self._closed:
                     break
+
+    def cpu_to_spare(self) -> bool:
+        """Fewer runs are in flight than this process may use CPUs: a worker awaiting tools
+        may poll for the answer rather than sleep (ADR 0042); with more, the polling
+        workers would take the CPU the server needs to answer them."""
+        return self._admission.in_flight < self._cpus
 
     def _urgent_locked(self) -> bool:
         """Under a quarter of the warm set is ready, or runs wait for a worker: refill now

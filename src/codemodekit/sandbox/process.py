@@ -142,6 +142,7 @@ class ProcessSandbox:
             return SandboxOutcome(ok=False, diagnostic=internal_failure(str(failure)))
         queue_ms = (time.perf_counter() - queued) * 1000
         request["limits"] = limits.to_json()
+        request["spin"] = self._pool.cpu_to_spare()
         if streams_logs(host):
             request["stream"] = True
         channel: _ProcessChannel | None = None
@@ -256,7 +257,9 @@ class _ProcessChannel:
 
     def settle(self, batch: str) -> Coroutine[Any, Any, Step]:
         # The request's coroutine itself (one coroutine per call, not two).
-        return self._request(b"T", batch.encode("utf-8", "surrogatepass"))
+        # ``W``: settle, then poll for the answer to the next calls (ADR 0042).
+        kind = b"W" if self._pool.cpu_to_spare() else b"T"
+        return self._request(kind, batch.encode("utf-8", "surrogatepass"))
 
     async def abandon(self, diagnostic: Diagnostic) -> Step:
         return await self._request(b"A", json.dumps(diagnostic.to_json()).encode())

@@ -1,0 +1,99 @@
+"""A worker's end of its socket: the server's frames, read with one reused buffer, and the
+short spin that replaces a sleep while a run awaits a quick tool result (ADR 0042).
+
+A worker that blocks in ``recv`` while the server settles its calls is put to sleep, and
+the server's answer must wake it: on a virtual machine whose idle CPUs halt, that wake-up
+is an inter-processor interrupt that costs both sides tens of microseconds, more than the
+server's own work for a no-op call. When the server says it has a CPU to spare (``W``
+instead of ``T``, or ``"spin"`` in a start request), the worker instead polls its socket
+for up to ``SPIN_S`` before it blocks. A poll that finds nothing backs off: the next waits
+block, twice as many after each miss, so a slow tool costs one ``SPIN_S`` now and then.
+The spin is the worker's CPU time, charged to its run like the rest; a run spins at most
+``SPIN_BUDGET_S`` in all, well inside the server's kill grace and the kernel's CPU headroom,
+and the engine's compute budget counts JavaScript slices only, never the spin.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+
+SPIN_S = 150e-6
+"""The longest a worker polls for one answer before it blocks (a no-op call's answer
+arrives in 40-80 µs; one from a thread or an upstream server rarely within this)."""
+SPIN_BUDGET_S = 0.05
+"""The most CPU time a run spends polling in all (then it only blocks)."""
+MAX_BACKOFF = 64
+"""After a miss, the number of waits that block before the next poll doubles up to this."""
+RECEIVE_BYTES = 1 << 16
+
+
+class Inbox:
+    """Frames (``kind``, ``payload``) from the server, one at a time."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._pending = bytearray()
+        self._received = bytearray(RECEIVE_BYTES)
+        self._spin_left_s = SPIN_BUDGET_S
+        self._backoff = 0
+        self._skip = 0
+        self.spins = 0
+        """Waits that polled (for tests and the benchmark's accounting)."""
+        self.hits = 0
+        """Polls that found the answer."""
+
+    def read(self, *, spin: bool = False) -> tuple[bytes, bytes] | None:
+        """The next frame, or ``None`` when the server closed the socket (or broke the
+        framing). ``spin``: the server has a CPU to spare and may answer at once."""
+        pending = self._pending
+        if spin and not pending:
+            self._poll()
+        while len(pending) < 4:
+            if not self._fill():
+                return None
+        size = int.from_bytes(pending[:4], "big")
+        if size < 1:
+            return None
+        while len(pending) < 4 + size:
+            if not self._fill():
+                return None
+        kind, payload = bytes(pending[4:5]), bytes(pending[5 : 4 + size])
+        del pending[: 4 + size]
+        return kind, payload
+
+    def _fill(self, flags: int = 0) -> bool:
+        received = self._received
+        size = self._sock.recv_into(received, RECEIVE_BYTES, flags)
+        if not size:
+            return False
+        self._pending += memoryview(received)[:size]
+        return True
+
+    def _poll(self) -> None:
+        """Poll the socket for up to ``SPIN_S`` (unless backing off or out of budget)."""
+        if self._skip:
+            self._skip -= 1
+            return
+        if self._spin_left_s <= 0.0:
+            return
+        self.spins += 1
+        clock = time.perf_counter
+        started, cpu_started = clock(), time.thread_time()
+        deadline = started + SPIN_S
+        fill = self._fill
+        try:
+            while True:
+                try:
+                    fill(socket.MSG_DONTWAIT)  # at the end of the stream too: read() says so
+                except BlockingIOError:
+                    if clock() < deadline:
+                        continue
+                    self._backoff = min(2 * self._backoff or 1, MAX_BACKOFF)
+                    self._skip = self._backoff
+                    return
+                self.hits += 1
+                self._backoff = 0
+                return
+        finally:
+            self._spin_left_s -= time.thread_time() - cpu_started
