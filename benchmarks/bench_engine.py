@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
+import socket
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +46,7 @@ from codemodekit import (
 from codemodekit.compiler.compile import CodeCompiler
 from codemodekit.errors import CompileFailure
 from codemodekit.sandbox.base import CompiledProgram, SandboxHost, SandboxOutcome
+from codemodekit.sandbox.pool import WorkerPool
 
 OBJ = {"type": "object"}
 SOURCE_LIMIT = 128 * 1024
@@ -227,6 +230,65 @@ async def _concurrent_wait(cm: CodeMode, rounds: int) -> list[Sample]:
     return samples
 
 
+NO_POLL = "coroutine tool, the worker sleeps (internal switch: no poll)"
+
+
+@contextlib.contextmanager
+def _no_poll(on: bool) -> Iterator[None]:
+    """An internal shortcut, labelled where used: the server never asks its worker to poll
+    for an answer (ADR 0042), as when more runs are in flight than CPUs."""
+    if not on:
+        yield
+        return
+    spare = WorkerPool.cpu_to_spare
+    WorkerPool.cpu_to_spare = lambda self: False  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        WorkerPool.cpu_to_spare = spare  # type: ignore[method-assign]
+
+
+def _round_trip_us(receiver_polls: bool, trips: int = 20_000) -> tuple[float, float]:
+    """One byte there and back between two bare processes over a Unix socket pair, where
+    the scheduler puts them: the wall time of a round trip and the sender's CPU time (µs).
+    The sender always sleeps in ``recv``; the receiver sleeps too, or polls."""
+    ours, theirs = socket.socketpair()
+    child = os.fork()
+    if child == 0:
+        try:
+            ours.close()
+            theirs.setblocking(not receiver_polls)
+            while True:
+                try:
+                    data = theirs.recv(1)
+                except BlockingIOError:
+                    continue
+                if data != b"x":
+                    break
+                theirs.send(b"y")
+        finally:
+            os._exit(0)
+    theirs.close()
+    wall, cpu = time.perf_counter(), time.process_time()
+    for _ in range(trips):
+        ours.send(b"x")
+        ours.recv(1)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    ours.close()
+    os.waitpid(child, 0)
+    return wall / trips * 1e6, cpu / trips * 1e6
+
+
+def round_trip_rows() -> None:
+    """What waking a sleeping process costs on this machine (why ADR 0042 polls)."""
+    for polls, what in ((False, "the receiver sleeps"), (True, "the receiver polls")):
+        wall, cpu = _round_trip_us(polls)
+        print(
+            f"  machine: socket round trip between two processes, {what}: "
+            f"{wall:.1f} us wall, sender CPU {cpu:.1f} us"
+        )
+
+
 async def issue21_rows(mode: str, quick: bool) -> None:
     box = _sandbox(mode)
     reps = 7 if quick else 15
@@ -241,13 +303,17 @@ async def issue21_rows(mode: str, quick: bool) -> None:
             f"target <= 1 ms; {TS['trivial']}",
         )
         base = await _samples(cm, box, "return 1;", 30, 5)
-        for tool, what, target in (
+        rows = [
             ("anoop", "coroutine tool", "target <= 50 us, host CPU <= 40 us; " + TS["call"]),
             ("quick", "sync tool, blocking=False", "target <= 60 us"),
             ("noop", "sync tool (may block: thread)", "target <= 150 us"),
-        ):
+        ]
+        if mode == "process":
+            rows.append(("anoop", NO_POLL, "for comparison only: what ADR 0042 saves"))
+        for tool, what, target in rows:
             code = f"for (let i = 0; i < {CALLS}; i++) {{ await tools.b.{tool}({{}}); }}\nreturn 1;"
-            full = await _samples(cm, box, code, reps, 2)
+            with _no_poll(what == NO_POLL):
+                full = await _samples(cm, box, code, reps, 2)
             _print(
                 f"[{mode}] awaited no-op call, {what} ({CALLS} calls x {reps} runs)",
                 _per_call(base, full, CALLS),
@@ -475,6 +541,7 @@ async def main_async(quick: bool) -> None:
         f"the default; inline = this process); event loop {loop}; "
         f"load average {load[0]:.2f} {load[1]:.2f}"
     )
+    round_trip_rows()
     for mode in ("process", "inline"):
         await issue21_rows(mode, quick)
     fresh_rows(3 if quick else 7)
