@@ -111,7 +111,7 @@ async def _start_channel(
     """Start a run on ``worker`` (the pair's by default), answer with ``replies``, and
     return the first step and the channel (still watching the socket: detach it)."""
     pool = pool or _Pool()
-    channel = _ProcessChannel(pool, worker or pair.worker, b"{}", limits or Limits())  # type: ignore[arg-type]
+    channel = _ProcessChannel(pool, worker or pair.worker, {}, limits or Limits())  # type: ignore[arg-type]
     try:
         return await _exchange(pair, channel.start(), replies), channel
     except BaseException:
@@ -136,18 +136,23 @@ async def _settle(pair: _Pair, *replies: bytes) -> Step:
 
 
 @pytest.mark.parametrize("spare", [False, True], ids=["busy server", "a CPU to spare"])
-async def test_a_settle_asks_the_worker_to_poll_only_when_the_server_has_a_cpu_to_spare(
+async def test_the_worker_is_asked_to_poll_only_when_the_server_has_a_cpu_to_spare(
     pair: _Pair, spare: bool
 ) -> None:
     loop = asyncio.get_running_loop()
-    _, channel = await _start_channel(pair, started(0.125, CALL), pool=_Pool(spare))
+    channel = _ProcessChannel(_Pool(spare), pair.worker, {"source": "x"}, Limits())  # type: ignore[arg-type]
     try:
+        starting = asyncio.ensure_future(channel.start())
+        start = await loop.sock_recv(pair.theirs, 1 << 16)
+        await loop.sock_sendall(pair.theirs, started(0.125, CALL))
+        assert (await asyncio.wait_for(starting, 30)).call_lines == [CALL]
         answered = asyncio.ensure_future(channel.settle("[1,1,1]"))
         request = await loop.sock_recv(pair.theirs, 1 << 16)
         await loop.sock_sendall(pair.theirs, calls(0.25, '[2,"a","b",{}]'))
         assert (await asyncio.wait_for(answered, 30)).call_lines == ['[2,"a","b",{}]']
     finally:
         channel.detach()
+    assert start[4:5] == b"S" and json.loads(start[5:]) == {"source": "x", "spin": spare}
     assert request[4:] == (b"W" if spare else b"T") + b"[1,1,1]"
 
 
@@ -215,7 +220,7 @@ async def test_a_worker_that_read_the_start_and_closed_fails_its_run(pair: _Pair
     # It read the request (nothing unread: the connection closes, not resets): the run was
     # its own, so it ends as a crash rather than moving to another worker.
     loop = asyncio.get_running_loop()
-    channel = _ProcessChannel(_Pool(), pair.worker, b"{}", Limits())  # type: ignore[arg-type]
+    channel = _ProcessChannel(_Pool(), pair.worker, {}, Limits())  # type: ignore[arg-type]
     try:
         answered = asyncio.ensure_future(channel.start())
         assert (await loop.sock_recv(pair.theirs, 1 << 16))[4:5] == b"S"

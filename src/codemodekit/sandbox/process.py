@@ -142,7 +142,6 @@ class ProcessSandbox:
             return SandboxOutcome(ok=False, diagnostic=internal_failure(str(failure)))
         queue_ms = (time.perf_counter() - queued) * 1000
         request["limits"] = limits.to_json()
-        request["spin"] = self._pool.cpu_to_spare()
         if streams_logs(host):
             request["stream"] = True
         channel: _ProcessChannel | None = None
@@ -150,7 +149,7 @@ class ProcessSandbox:
             channel = _ProcessChannel(
                 self._pool,
                 worker,
-                json.dumps(request).encode(),
+                request,
                 limits,
                 sharing=request.get("share") is True,
             )
@@ -195,7 +194,7 @@ class _ProcessChannel:
         self,
         pool: WorkerPool,
         worker: Worker,
-        start_request: bytes,
+        start_request: dict[str, Any],
         limits: Limits,
         *,
         sharing: bool = False,
@@ -229,6 +228,11 @@ class _ProcessChannel:
         self._fd = worker.sock.fileno()
         self._loop.add_reader(self._fd, self._on_readable)
 
+    def _start_payload(self) -> bytes:
+        """The start request, asking the worker to poll for the answers to its first calls
+        when the server has a CPU to spare now (ADR 0042)."""
+        return json.dumps({**self._start_request, "spin": self._pool.cpu_to_spare()}).encode()
+
     @property
     def worker(self) -> Worker:
         return self._worker
@@ -237,7 +241,7 @@ class _ProcessChannel:
     async def start(self) -> Step:
         for _ in range(START_ATTEMPTS - 1):
             try:
-                return await self._request(b"S", self._start_request, COMPILE_ALLOWANCE_S)
+                return await self._request(b"S", self._start_payload(), COMPILE_ALLOWANCE_S)
             except _NeverTaken:
                 # Killed while idle, after its last check: no part of the run happened there.
                 log.info("sandbox worker %s died before taking a run", self._worker.pid)
@@ -248,7 +252,7 @@ class _ProcessChannel:
                 self._fd = self._worker.sock.fileno()
                 self._loop.add_reader(self._fd, self._on_readable)
         try:
-            return await self._request(b"S", self._start_request, COMPILE_ALLOWANCE_S)
+            return await self._request(b"S", self._start_payload(), COMPILE_ALLOWANCE_S)
         except _NeverTaken:
             self.reusable = False
             return self._end(
