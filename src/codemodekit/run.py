@@ -13,7 +13,6 @@ import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -24,8 +23,6 @@ from codemodekit.errors import (
     CompileFailure,
     Diagnostic,
     ErrorCode,
-    SecretUnavailable,
-    SourceUnavailable,
     new_correlation_id,
 )
 from codemodekit.limits import Limits
@@ -34,12 +31,12 @@ from codemodekit.observe import ObserverSet, RunObserver, RunStart
 from codemodekit.overview import SourceOverview
 from codemodekit.progress import ProgressCallback, ProgressEvent, RunProgress
 from codemodekit.providers.base import (
-    Discovery,
     HealthStatus,
     SourceHealth,
     ToolProvider,
 )
 from codemodekit.run_result import RunResult
+from codemodekit.run_sources import RunSources
 from codemodekit.run_stop import RunStop, until_cancelled
 from codemodekit.runtime import DEFAULT_RUNTIME, RuntimeOptions
 from codemodekit.sandbox.base import (
@@ -67,9 +64,6 @@ LAST_EXPRESSION_HINT = (
     "returned (the code is the body of a function): write `return <expression>`"
 )
 _RETURN = re.compile(r"\breturn\b")
-
-START_TIMEOUT_S = 60.0
-"""Upper bound on connecting one source; a source still not up is reported unavailable."""
 
 INLINE_COMPILE_CHARS = 8_192
 """Sources up to this size compile on the event loop; larger ones on a worker thread."""
@@ -137,7 +131,7 @@ class CodeMode:
         self.limits = limits or Limits()
         self.policy = policy
         self.spec = spec
-        self._providers: dict[str, ToolProvider] = {p.name: p for p in sources}
+        self._sources = RunSources({p.name: p for p in sources})
         self.runtime = runtime or DEFAULT_RUNTIME
         # A sandbox passed in belongs to the caller (it may serve several CodeModes).
         self._owns_sandbox = sandbox is None
@@ -149,10 +143,6 @@ class CodeMode:
         # Built at the first compile on this side: with worker processes (the default) the
         # workers compile, and importing the parser costs a fresh process tens of ms.
         self._compiler = compiler
-        self._catalog = Catalog((), sources=names)
-        self._start_errors: dict[str, str] = {}
-        self._described: dict[str, str] = {}
-        self._joining: dict[str, asyncio.Task[Discovery | None]] = {}
         self._start_grace_s = start_grace_s
         self._stops: set[RunStop] = set()
         self._state: Literal["new", "started", "closed"] = "new"
@@ -211,84 +201,16 @@ class CodeMode:
         warm = getattr(self._sandbox, "start", None)
         if callable(warm):
             warm()  # sandbox workers come up while the sources connect
-        names = list(self._providers)
-        tasks = {
-            n: asyncio.create_task(self._start_one(n), name=f"codemode-start-{n}") for n in names
-        }
-        if tasks:
-            try:
-                await asyncio.wait(tasks.values(), timeout=grace_s)
-            except BaseException:
-                for task in tasks.values():
-                    task.cancel()
-                raise
-        discoveries = {}
-        for name, task in tasks.items():
-            if not task.done():
-                self._joining[name] = task
-                task.add_done_callback(self._joined(name))
-            elif (discovery := task.result()) is not None:
-                discoveries[name] = discovery
-                self._described[name] = discovery.description
-        self._catalog = Catalog.build(discoveries, sources=names)
-
-    def _joined(self, name: str) -> Callable[[asyncio.Task[Discovery | None]], None]:
-        def done(task: asyncio.Task[Discovery | None]) -> None:
-            self._joining.pop(name, None)
-            if task.cancelled() or self._state != "started":
-                return
-            discovery = task.result()
-            if discovery is not None:
-                self._described[name] = discovery.description
-                self._catalog = self._catalog.with_source(name, discovery)
-                log.info("source %r came up after start; revision %s", name, self._catalog.revision)
-
-        return done
-
-    async def _start_one(self, name: str) -> Discovery | None:
-        provider = self._providers[name]
-        try:
-            async with asyncio.timeout(START_TIMEOUT_S):
-                return await provider.start(self._listener(name))
-        except (SourceUnavailable, SecretUnavailable) as exc:
-            self._start_errors[name] = str(exc)
-            log.warning("source %r is unavailable: %s", name, exc)
-        except TimeoutError:
-            self._start_errors[name] = f"did not come up within {START_TIMEOUT_S:.0f} s"
-            log.warning("source %r did not start in time", name)
-        except Exception:
-            correlation_id = new_correlation_id()
-            self._start_errors[name] = f"failed to start (correlation id {correlation_id})"
-            log.exception("source %r failed to start (correlation %s)", name, correlation_id)
-        return None
-
-    def _listener(self, name: str) -> Callable[[Discovery], None]:
-        def on_change(discovery: Discovery) -> None:
-            if self._state != "started":
-                return
-            self._start_errors.pop(name, None)
-            self._described[name] = discovery.description
-            # Swap the whole catalog: readers always see one consistent revision.
-            self._catalog = self._catalog.with_source(name, discovery)
-            log.info("source %r refreshed; catalog revision %s", name, self._catalog.revision)
-
-        return on_change
+        await self._sources.start(grace_s)
 
     async def aclose(self) -> None:
         if self._state == "closed":
             return
         self._state = "closed"
-        for joining in list(self._joining.values()):
-            joining.cancel()
         close_sandbox = getattr(self._sandbox, "close", None)
         if self._owns_sandbox and callable(close_sandbox):
             close_sandbox()
-        results = await asyncio.gather(
-            *(p.aclose() for p in self._providers.values()), return_exceptions=True
-        )
-        for name, result in zip(self._providers, results, strict=True):
-            if isinstance(result, BaseException):
-                log.warning("closing source %r failed: %r", name, result)
+        await self._sources.aclose()
 
     def add_observer(self, observer: RunObserver) -> None:
         """Tell ``observer`` about every later run and tool call (see ``codemodekit.observe``)."""
@@ -303,24 +225,15 @@ class CodeMode:
     # -- views ----------------------------------------------------------------------------
     @property
     def catalog(self) -> Catalog:
-        return self._catalog
+        return self._sources.catalog
 
     @property
     def providers(self) -> Mapping[str, ToolProvider]:
-        return dict(self._providers)
+        return dict(self._sources.providers)
 
     @property
     def health(self) -> tuple[SourceHealth, ...]:
-        out = []
-        for name, provider in self._providers.items():
-            health = provider.health()
-            error = self._start_errors.get(name)
-            if error and health.status in (HealthStatus.OK, HealthStatus.CONNECTING):
-                health = replace(health, status=HealthStatus.UNAVAILABLE, message=error, tools=0)
-            elif error and not health.message:
-                health = replace(health, message=error)
-            out.append(health)
-        return tuple(out)
+        return self._sources.health()
 
     def sources_overview(self) -> tuple[SourceOverview, ...]:
         """Per source: its name, one-line description (``codemode.toml``'s, else the
@@ -330,8 +243,10 @@ class CodeMode:
         for health in self.health:
             name = health.source
             configured = self.spec.sources.get(name) if self.spec is not None else None
-            description = getattr(configured, "description", None) or self._described.get(name, "")
-            listed = [t for t in self._catalog.source_tools(name) if t.model_visible]
+            description = getattr(configured, "description", None) or self._sources.described.get(
+                name, ""
+            )
+            listed = [t for t in self._sources.catalog.source_tools(name) if t.model_visible]
             out.append(
                 SourceOverview(
                     name=name,
@@ -409,7 +324,7 @@ class CodeMode:
             return await self._run(
                 code, execution_id, on_progress, cancel, None, caller, context, on_log
             )
-        start = RunStart(execution_id, self._catalog.revision, time.time(), code, caller)
+        start = RunStart(execution_id, self._sources.catalog.revision, time.time(), code, caller)
         observer.on_run_start(start)
         result: RunResult | None = None
         try:
@@ -444,11 +359,12 @@ class CodeMode:
             raise
         # A run sees one catalog: the revision it started with (a tool that appears
         # mid-run is callable from the next run; one that disappears fails cleanly).
-        pinned = self._catalog
+        sources = self._sources
+        pinned = sources.catalog
         bridge = ToolBridge(
             catalog=lambda: pinned,
-            live_catalog=lambda: self._catalog,
-            providers=self._providers,
+            live_catalog=lambda: sources.catalog,
+            providers=sources.providers,
             policy=self.policy,
             limits=self.limits,
             execution_id=execution_id,
@@ -606,40 +522,18 @@ class CodeMode:
         """Wait for the sources ``code`` names that are still connecting (all of them when
         its use of ``tools`` is not static). ``None`` once they settled (up or failed);
         else what the run waited for when its wall limit passed (``""``: cancelled)."""
-        if not self._joining:
+        connecting = self._sources.connecting
+        if not connecting:
             return None
         named = self._code_compiler().referenced_sources(code)
         if named is None and not self._compiles(code):
             return None  # its compile error needs no source
-        waiting = {
-            name: task for name, task in self._joining.items() if named is None or name in named
-        }
+        waiting = [name for name in connecting if named is None or name in named]
         if not waiting:
             return None
         listed = ", ".join(repr(name) for name in waiting)
         progress.emit("source_connecting", f"waiting for source {listed} to connect")
-        loop = asyncio.get_running_loop()
-        stop = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
-        pending: set[asyncio.Future[Any]] = set(waiting.values())
-        try:
-            while pending and loop.time() < deadline:
-                done, _ = await asyncio.wait(
-                    pending | ({stop} if stop is not None else set()),
-                    timeout=deadline - loop.time(),
-                    return_when=asyncio.FIRST_COMPLETED,
-                )
-                if not done or stop in done:
-                    break
-                pending -= done
-        finally:
-            if stop is not None:
-                stop.cancel()
-        if cancel is not None and cancel.is_set():
-            return ""
-        late = [name for name, task in waiting.items() if not task.done()]
-        if late:
-            return "source " + ", ".join(repr(name) for name in late)
-        return None
+        return await self._sources.wait_for(frozenset(waiting), deadline, cancel)
 
     def _compiles(self, code: str) -> bool:
         try:
@@ -651,9 +545,7 @@ class CodeMode:
     async def wait_for_sources(self) -> None:
         """Wait until every source still connecting after ``start``'s grace has come up
         (and joined the catalog) or failed (``health`` says why)."""
-        joining = list(self._joining.values())
-        if joining:
-            await asyncio.wait(joining)
+        await self._sources.wait_all()
 
     async def _compile(self, code: str) -> CompiledProgram:
         # Small snippets compile in well under a millisecond; a large or adversarial source
@@ -683,14 +575,19 @@ class CodeMode:
             if h.status not in (HealthStatus.OK, HealthStatus.DEGRADED)
         }
         return search_catalog(
-            self._catalog, query, source=source, detail=detail, limit=limit, unavailable=down
+            self._sources.catalog,
+            query,
+            source=source,
+            detail=detail,
+            limit=limit,
+            unavailable=down,
         )
 
     def generate(self) -> dict[str, str]:
         """Every generated artifact as ``{relative path: text}``; pure, writes nothing."""
         from codemodekit.codegen import generate
 
-        return generate(self._catalog, name=self.name)
+        return generate(self._sources.catalog, name=self.name)
 
 
 __all__ = ["CodeMode", "LogCallback", "ProgressEvent", "RunResult"]
