@@ -533,7 +533,7 @@ class CodeMode:
             return None
         listed = ", ".join(repr(name) for name in waiting)
         progress.emit("source_connecting", f"waiting for source {listed} to connect")
-        return await self._sources.wait_for(frozenset(waiting), deadline, cancel)
+        return await self._sources.wait_for(waiting, deadline, cancel)
 
     def _compiles(self, code: str) -> bool:
         try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -136,7 +136,7 @@ class RunSources:
         return tuple(out)
 
     async def wait_for(
-        self, names: frozenset[str] | None, deadline: float, cancel: asyncio.Event | None
+        self, names: Collection[str] | None, deadline: float, cancel: asyncio.Event | None
     ) -> str | None:
         """Wait until the sources ``names`` (every one still connecting: ``None``) have come
         up or failed. ``None`` once they settled; else what was still awaited when the loop's

@@ -88,6 +88,9 @@ class _Pool:
         return self.spare
 
 
+_NO_POOL: Any = _Pool()
+
+
 async def _exchange(pair: _Pair, request: Awaitable[Step], replies: tuple[bytes, ...]) -> Step:
     """Make ``request`` and answer it with ``replies`` from the worker's end, each piece
     read by the server on its own."""
@@ -110,8 +113,8 @@ async def _start_channel(
 ) -> tuple[Step, _ProcessChannel]:
     """Start a run on ``worker`` (the pair's by default), answer with ``replies``, and
     return the first step and the channel (still watching the socket: detach it)."""
-    pool = pool or _Pool()
-    channel = _ProcessChannel(pool, worker or pair.worker, {}, limits or Limits())  # type: ignore[arg-type]
+    served_by: Any = pool or _Pool()  # what a channel asks of its pool
+    channel = _ProcessChannel(served_by, worker or pair.worker, {}, limits or Limits())
     try:
         return await _exchange(pair, channel.start(), replies), channel
     except BaseException:
@@ -140,7 +143,8 @@ async def test_the_worker_is_asked_to_poll_only_when_the_server_has_a_cpu_to_spa
     pair: _Pair, spare: bool
 ) -> None:
     loop = asyncio.get_running_loop()
-    channel = _ProcessChannel(_Pool(spare), pair.worker, {"source": "x"}, Limits())  # type: ignore[arg-type]
+    pool: Any = _Pool(spare)
+    channel = _ProcessChannel(pool, pair.worker, {"source": "x"}, Limits())
     try:
         starting = asyncio.ensure_future(channel.start())
         start = await loop.sock_recv(pair.theirs, 1 << 16)
@@ -220,7 +224,7 @@ async def test_a_worker_that_read_the_start_and_closed_fails_its_run(pair: _Pair
     # It read the request (nothing unread: the connection closes, not resets): the run was
     # its own, so it ends as a crash rather than moving to another worker.
     loop = asyncio.get_running_loop()
-    channel = _ProcessChannel(_Pool(), pair.worker, {}, Limits())  # type: ignore[arg-type]
+    channel = _ProcessChannel(_NO_POOL, pair.worker, {}, Limits())
     try:
         answered = asyncio.ensure_future(channel.start())
         assert (await loop.sock_recv(pair.theirs, 1 << 16))[4:5] == b"S"

@@ -39,7 +39,7 @@ class Inbox:
         self._backoff = 0
         self._skip = 0
         self.spins = 0
-        """Waits that polled (for tests and the benchmark's accounting)."""
+        """Waits that polled (read by tests)."""
         self.hits = 0
         """Polls that found the answer."""
 

@@ -2,11 +2,12 @@
 
 A frame is a 4-byte big-endian length, one kind byte, then the payload. Host to worker:
 ``S`` start a run (JSON: limits and the TypeScript source or a compiled program), ``T``
-settle calls (the batch text), ``W`` the same, and poll for the next answer rather than
-sleep (the server has a CPU to spare: ADR 0042; ``"spin"`` in a start request), ``A`` abandon (JSON diagnostic), ``X`` drop the current run,
-``Q`` quit, ``R`` rehearse (at a quiet moment, before any run). Worker to host: ``H`` hello
-(JSON: pid, CPU seconds), ``J`` the program it compiled (only when asked, before any model
-code ran), ``P`` a step, ``C`` a step that only queues calls. A start request is answered by
+settle calls (the batch text), ``W`` the same, then poll for the next answer rather than
+sleep (the server has a CPU to spare, ADR 0042; a start request says so with ``"spin"``),
+``A`` abandon (JSON diagnostic), ``X`` drop the current run, ``Q`` quit, ``R`` rehearse
+(at a quiet moment, before any run). Worker to host: ``H`` hello (JSON: pid, CPU
+seconds), ``J`` the program it compiled (only when asked, before any model code ran),
+``P`` a step, ``C`` a step that only queues calls. A start request is answered by
 a ``P`` step whose header carries ``a``, the worker's CPU seconds when it read the request:
 the run is charged from there. Whether the worker read it at all, the kernel says: a worker
 that dies with the request unread resets the connection (``ECONNRESET``), one that read it
@@ -15,9 +16,10 @@ closes it.
 A ``P`` step is ``header`` (JSON, one line), the returned value's JSON text (or an empty
 line), then one queued call per line. Most steps only queue calls (one per awaited tool
 call): those are ``C``, the worker's CPU seconds as an 8-byte big-endian double, then the
-queued calls, one per line, with no header to encode or parse. JSON text never contains a raw line break, so the model's
-values cross unescaped and are parsed once, by the host. The host treats every frame as
-untrusted: the worker runs hostile code, so a malformed frame ends the run, never the host.
+queued calls, one per line, with no header to encode or parse. JSON text never contains a
+raw line break, so the model's values cross unescaped and are parsed once, by the host. The
+host treats every frame as untrusted: the worker runs hostile code, so a malformed frame
+ends the run, never the host.
 """
 
 from __future__ import annotations
