@@ -23,7 +23,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -33,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmarks._util import row
+from benchmarks.machine_floors import floor_rows
 from codemodekit import (
     CodeMode,
     Limits,
@@ -246,47 +246,6 @@ def _no_poll(on: bool) -> Iterator[None]:
         yield
     finally:
         WorkerPool.cpu_to_spare = spare  # type: ignore[method-assign]
-
-
-def _round_trip_us(receiver_polls: bool, trips: int = 20_000) -> tuple[float, float]:
-    """One byte there and back between two bare processes over a Unix socket pair, where
-    the scheduler puts them: the wall time of a round trip and the sender's CPU time (µs).
-    The sender always sleeps in ``recv``; the receiver sleeps too, or polls."""
-    ours, theirs = socket.socketpair()
-    child = os.fork()
-    if child == 0:
-        try:
-            ours.close()
-            theirs.setblocking(not receiver_polls)
-            while True:
-                try:
-                    data = theirs.recv(1)
-                except BlockingIOError:
-                    continue
-                if data != b"x":
-                    break
-                theirs.send(b"y")
-        finally:
-            os._exit(0)
-    theirs.close()
-    wall, cpu = time.perf_counter(), time.process_time()
-    for _ in range(trips):
-        ours.send(b"x")
-        ours.recv(1)
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    ours.close()
-    os.waitpid(child, 0)
-    return wall / trips * 1e6, cpu / trips * 1e6
-
-
-def round_trip_rows() -> None:
-    """What waking a sleeping process costs on this machine (why ADR 0042 polls)."""
-    for polls, what in ((False, "the receiver sleeps"), (True, "the receiver polls")):
-        wall, cpu = _round_trip_us(polls)
-        print(
-            f"  machine: socket round trip between two processes, {what}: "
-            f"{wall:.1f} us wall, sender CPU {cpu:.1f} us"
-        )
 
 
 async def issue21_rows(mode: str, quick: bool) -> None:
@@ -541,7 +500,6 @@ async def main_async(quick: bool) -> None:
         f"the default; inline = this process); event loop {loop}; "
         f"load average {load[0]:.2f} {load[1]:.2f}"
     )
-    round_trip_rows()
     for mode in ("process", "inline"):
         await issue21_rows(mode, quick)
     fresh_rows(3 if quick else 7)
@@ -561,4 +519,6 @@ if __name__ == "__main__":
         import uvloop
 
         asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    print("what this machine and the engine cost before our code runs (machine_floors.py)")
+    floor_rows()  # before the benchmark's event loop: it runs a loop of its own
     asyncio.run(main_async(options.quick))
