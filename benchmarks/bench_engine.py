@@ -123,6 +123,9 @@ class _Process:
     def stats(self) -> Any:
         return self.inner.stats()
 
+    def expect_run(self) -> None:
+        self.inner.expect_run()
+
     def close(self) -> None:
         self.inner.close()
 

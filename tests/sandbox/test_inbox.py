@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from codemodekit.sandbox import _inbox
-from codemodekit.sandbox._inbox import MAX_BACKOFF, RECEIVE_BYTES, Inbox
+from codemodekit.sandbox._inbox import MAX_BACKOFF, RECEIVE_BYTES, SPIN_S, Inbox
 from codemodekit.sandbox._protocol import frame
 
 
@@ -70,6 +70,11 @@ def test_a_closed_or_broken_stream_reads_as_the_end(
     assert Inbox(worker).read(spin=spin) is None
 
 
+def _wait_for_nothing(inbox: Inbox) -> None:
+    """What a wait for a settle's answer does before it blocks, when none comes."""
+    inbox._poll(SPIN_S, backs_off=True)
+
+
 def test_a_poll_finds_an_answer_that_is_there(ends: tuple[socket.socket, socket.socket]) -> None:
     server, worker = ends
     inbox = Inbox(worker)
@@ -87,7 +92,7 @@ def test_a_poll_that_misses_backs_off_and_a_hit_resets_it(
     polled = []
     for _ in range(2 * MAX_BACKOFF + 10):
         before = inbox.spins
-        inbox._poll()  # nothing was sent: a miss, or a wait that does not poll
+        _wait_for_nothing(inbox)  # a miss, or a wait that does not poll
         polled.append(inbox.spins - before)
     assert inbox.hits == 0
     # Polls at waits 0, 2, 5, 10, 19, 36, 69, 134 (gaps 1, 2, 4, ... up to MAX_BACKOFF).
@@ -97,7 +102,7 @@ def test_a_poll_that_misses_backs_off_and_a_hit_resets_it(
     assert gaps[-1] == MAX_BACKOFF
     # An answer found ends the back-off: the next waits poll again.
     while inbox._skip:
-        inbox._poll()
+        _wait_for_nothing(inbox)
     server.sendall(frame(b"T", b"1"))
     assert inbox.read(spin=True) == (b"T", b"1")
     hits = inbox.hits
@@ -115,11 +120,31 @@ def test_a_run_polls_no_longer_than_its_budget(
     monkeypatch.setattr(_inbox, "SPIN_BUDGET_S", 0.002)
     inbox = Inbox(worker)
     for _ in range(10_000):
-        inbox._poll()
+        _wait_for_nothing(inbox)
     # Each miss polls SPIN_S of wall time (CPU time at most that): the budget runs out
     # after a few dozen, whatever the machine's speed; none polls after.
     assert 0 < inbox.spins < 10_000
     assert inbox._spin_left_s <= 0.0
     spins = inbox.spins
-    inbox._poll()
+    _wait_for_nothing(inbox)
     assert inbox.spins == spins
+
+
+def test_an_expected_start_is_polled_for_apart_from_the_back_off(
+    ends: tuple[socket.socket, socket.socket],
+) -> None:
+    """``N`` (ADR 0043): an idle worker polls for the start request it was told is coming,
+    whether or not waits for answers are backing off, and leaves their back-off as it was;
+    a start that does not come within ``EXPECT_S`` costs one poll of the shared budget."""
+    server, worker = ends
+    inbox = Inbox(worker)
+    _wait_for_nothing(inbox)
+    skip = inbox._skip
+    assert skip > 0  # the next wait for an answer would block
+    server.sendall(frame(b"S", b"{}"))
+    assert inbox.read(expect=True) == (b"S", b"{}")
+    assert (inbox.spins, inbox.hits, inbox._skip) == (2, 1, skip)
+    budget = inbox._spin_left_s
+    inbox._poll(_inbox.EXPECT_S, backs_off=False)  # no start came
+    assert (inbox.spins, inbox.hits, inbox._skip) == (3, 1, skip)
+    assert inbox._spin_left_s < budget

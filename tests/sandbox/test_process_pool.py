@@ -27,6 +27,7 @@ from codemodekit import (
     define_tool,
     local,
 )
+from codemodekit.sandbox.pool import EXPECT
 
 HANG_GUARD_S = 120
 
@@ -487,6 +488,31 @@ async def test_every_run_gets_a_worker_process_of_its_own() -> None:
         assert box.stats().worker_restarts == 0  # ended with their runs, never killed early
     finally:
         box.close()
+
+
+async def test_a_worker_told_a_run_is_coming_serves_whatever_comes_next(
+    sandbox: ProcessSandbox,
+) -> None:
+    """ADR 0043: a run's start tells the idle worker it will be handed to poll for the
+    request (``N``). Told many times, told with no run following, or told in the middle of
+    its run (another run's start picked it just before this one took it), a worker serves
+    its run as if never told."""
+    gate, started = asyncio.Event(), asyncio.Event()
+    async with _code_mode(sandbox, _tools(gate, started)) as cm:
+        pool = sandbox._pool
+        for _ in range(3):
+            pool.expect_run()
+        assert (await cm.run("return 1;")).value == 1
+        pool.expect_run()  # no run follows this one at once
+        await _until(lambda: (s := sandbox.stats()).workers - s.busy_workers >= 2)
+        run = asyncio.ensure_future(cm.run("await tools.app.wait({}); return 2;"))
+        await started.wait()
+        (busy,) = pool._busy
+        busy.sock.send(EXPECT)  # while its run awaits a tool
+        gate.set()
+        result = await run
+        assert result.ok and result.value == 2
+        assert sandbox.stats().worker_restarts == 0
 
 
 async def test_compiling_a_pathological_source_never_holds_the_event_loop(

@@ -23,8 +23,9 @@ import pytest
 
 from codemodekit.errors import ErrorCode
 from codemodekit.limits import Limits
+from codemodekit.runtime import RuntimeOptions
 from codemodekit.sandbox._step import Step
-from codemodekit.sandbox.pool import Worker
+from codemodekit.sandbox.pool import Worker, WorkerPool
 from codemodekit.sandbox.process import _ProcessChannel
 
 
@@ -158,6 +159,31 @@ async def test_the_worker_is_asked_to_poll_only_when_the_server_has_a_cpu_to_spa
         channel.detach()
     assert start[4:5] == b"S" and json.loads(start[5:]) == {"source": "x", "spin": spare}
     assert request[4:] == (b"W" if spare else b"T") + b"[1,1,1]"
+
+
+@pytest.mark.parametrize("spare", [False, True], ids=["busy server", "a CPU to spare"])
+async def test_a_run_coming_is_told_to_the_worker_it_will_be_handed(
+    spare: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ADR 0043: the next idle worker a run takes is told ``N`` when the run starts, so it
+    polls for the request rather than sleep; only when the server has a CPU to spare."""
+    pairs = [_Pair(), _Pair()]
+    pool = WorkerPool(RuntimeOptions())  # never started: no zygote, the pairs are its workers
+    monkeypatch.setattr(pool, "cpu_to_spare", lambda: spare)
+    try:
+        for p in pairs:
+            pool._park(p.worker)
+        pool.expect_run()
+        told = [_unread(p.theirs) for p in pairs]
+        taken = await pool._take_worker()
+        assert taken is pairs[0].worker
+        if spare:
+            assert told == [5, 0] and pairs[0].theirs.recv(16) == frame(b"N")
+        else:
+            assert told == [0, 0]
+    finally:
+        for p in pairs:
+            p.close()
 
 
 HOSTILE: dict[str, bytes] = {

@@ -11,6 +11,11 @@ block, twice as many after each miss, so a slow tool costs one ``SPIN_S`` now an
 The spin is the worker's CPU time, charged to its run like the rest; a run spins at most
 ``SPIN_BUDGET_S`` in all, well inside the server's kill grace and the kernel's CPU headroom,
 and the engine's compute budget counts JavaScript slices only, never the spin.
+
+Before its run, an idle worker that the server has told a run is coming (``N``, ADR 0043)
+polls for the start request for up to ``EXPECT_S`` instead of sleeping, so that its wake-up
+overlaps the server's own work before the request. That poll is before the run is taken,
+so it is nobody's CPU time (like a rehearsal's), and it draws on the same budget.
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ SPIN_BUDGET_S = 0.05
 """The most CPU time a run spends polling in all (then it only blocks)."""
 MAX_BACKOFF = 64
 """After a miss, the number of waits that block before the next poll doubles up to this."""
+EXPECT_S = 500e-6
+"""The longest an idle worker polls for a start request it was told is coming (the server's
+work from a run's start to its request is 0.1-0.3 ms)."""
 RECEIVE_BYTES = 1 << 16
 
 
@@ -43,12 +51,16 @@ class Inbox:
         self.hits = 0
         """Polls that found the answer."""
 
-    def read(self, *, spin: bool = False) -> tuple[bytes, bytes] | None:
+    def read(self, *, spin: bool = False, expect: bool = False) -> tuple[bytes, bytes] | None:
         """The next frame, or ``None`` when the server closed the socket (or broke the
-        framing). ``spin``: the server has a CPU to spare and may answer at once."""
+        framing). ``spin``: the server has a CPU to spare and may answer at once.
+        ``expect``: a start request is on its way (polled for apart from the back-off)."""
         pending = self._pending
-        if spin and not pending:
-            self._poll()
+        if not pending:
+            if expect:
+                self._poll(EXPECT_S, backs_off=False)
+            elif spin:
+                self._poll(SPIN_S, backs_off=True)
         while len(pending) < 4:
             if not self._fill():
                 return None
@@ -70,9 +82,9 @@ class Inbox:
         self._pending += memoryview(received)[:size]
         return True
 
-    def _poll(self) -> None:
-        """Poll the socket for up to ``SPIN_S`` (unless backing off or out of budget)."""
-        if self._skip:
+    def _poll(self, spin_s: float, *, backs_off: bool) -> None:
+        """Poll the socket for up to ``spin_s`` (unless backing off or out of budget)."""
+        if backs_off and self._skip:
             self._skip -= 1
             return
         if self._spin_left_s <= 0.0:
@@ -80,7 +92,7 @@ class Inbox:
         self.spins += 1
         clock = time.perf_counter
         started, cpu_started = clock(), time.thread_time()
-        deadline = started + SPIN_S
+        deadline = started + spin_s
         fill = self._fill
         try:
             while True:
@@ -89,11 +101,13 @@ class Inbox:
                 except BlockingIOError:
                     if clock() < deadline:
                         continue
-                    self._backoff = min(2 * self._backoff or 1, MAX_BACKOFF)
-                    self._skip = self._backoff
+                    if backs_off:
+                        self._backoff = min(2 * self._backoff or 1, MAX_BACKOFF)
+                        self._skip = self._backoff
                     return
                 self.hits += 1
-                self._backoff = 0
+                if backs_off:
+                    self._backoff = 0
                 return
         finally:
             self._spin_left_s -= time.thread_time() - cpu_started

@@ -143,11 +143,15 @@ class _Worker:
     def serve(self) -> None:
         hello = {"pid": os.getpid(), "u": cpu_time(), "r": self._rss}
         self._send(b"H", json.dumps(hello).encode())
+        expect = False
         while True:
-            message = self._inbox.read(spin=self._spin)
+            message = self._inbox.read(spin=self._spin, expect=expect)
             if message is None or message[0] in (b"Q", b"X"):
                 return  # X: the run ended while it awaited tools
             kind, payload = message
+            expect = kind == b"N"  # a run is coming: poll for its request (ADR 0043)
+            if expect:
+                continue
             if kind == b"R":
                 self.rehearse()
                 continue

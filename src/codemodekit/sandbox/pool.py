@@ -47,6 +47,8 @@ then. Below a quarter, or with runs waiting for a worker, the refill starts at o
 
 REHEARSE = frame(b"R", b"")
 """Told to an idle worker at a quiet moment (``_rehearse``)."""
+EXPECT = frame(b"N", b"")
+"""Told to the idle worker a run is about to be handed (``expect_run``)."""
 BATCH = max(2, os.cpu_count() or 1)
 """Workers forked at once to top the warm set up."""
 _CLOCK_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -298,6 +300,21 @@ class WorkerPool:
         may poll for the answer rather than sleep (ADR 0042); with more, the polling
         workers would take the CPU the server needs to answer them."""
         return self._admission.in_flight < self._cpus
+
+    def expect_run(self) -> None:
+        """A run has started and will soon ask for a worker: tell the idle worker it will be
+        handed to poll for its start request rather than sleep, so that waking it (an
+        inter-processor interrupt on a machine whose idle CPUs halt) overlaps this
+        process's work before the request (ADR 0043). Only with a CPU to spare; a worker
+        told and then not handed it (another run took it, or this one ended first) polls
+        a moment for nothing and sleeps again."""
+        if not self.cpu_to_spare():
+            return
+        with self._lock:
+            worker = self._idle[0] if self._idle else None  # the next one taken
+        if worker is not None:
+            with contextlib.suppress(OSError):  # a dead worker: taking it will say so
+                worker.sock.send(EXPECT)
 
     def _urgent_locked(self) -> bool:
         """Under a quarter of the warm set is ready, or runs wait for a worker: refill now

@@ -93,6 +93,10 @@ class ProcessSandbox:
     def stats(self) -> RuntimeStats:
         return self._pool.stats()
 
+    def expect_run(self) -> None:
+        """A run has started: the worker it will be handed may start waking (ADR 0043)."""
+        self._pool.expect_run()
+
     def containment(self) -> dict[str, str]:
         """Start the zygote now (blocking) and say which containment layers its workers
         run under: each ``on`` or ``off (why)``. Raises ``PoolFailure`` naming the missing
