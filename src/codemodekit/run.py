@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from codemodekit.bridge.bridge import ToolBridge
 from codemodekit.bridge.policy import ToolPolicy, rules_policy
 from codemodekit.catalog.catalog import Catalog
+from codemodekit.compiler.cache import ProgramCache
+from codemodekit.compiler.size import check_source_size
 from codemodekit.errors import (
     CompileFailure,
     Diagnostic,
@@ -142,12 +144,12 @@ class CodeMode:
         )
         # A sandbox that gets ready for a run as it starts (worker processes: ADR 0043).
         expect_run = getattr(self._sandbox, "expect_run", None)
-        self._expect_run: Callable[[], object] | None = (
-            expect_run if callable(expect_run) else None
-        )
+        self._expect_run: Callable[[], object] | None = expect_run if callable(expect_run) else None
         # Built at the first compile on this side: with worker processes (the default) the
         # workers compile, and importing the parser costs a fresh process tens of ms.
         self._compiler = compiler
+        self._programs = ProgramCache()
+        """Programs this side compiled, by source (ADR 0044)."""
         self._start_grace_s = start_grace_s
         self._stops: set[RunStop] = set()
         self._state: Literal["new", "started", "closed"] = "new"
@@ -429,8 +431,6 @@ class CodeMode:
             source_sandbox = self._source_sandbox
             if source_sandbox is not None:
                 # The sandbox compiles in its worker, under the run's limits.
-                from codemodekit.compiler.size import check_source_size
-
                 try:
                     check_source_size(code, self.limits.source_bytes)
                 except CompileFailure as failure:
@@ -555,14 +555,24 @@ class CodeMode:
         await self._sources.wait_all()
 
     async def _compile(self, code: str) -> CompiledProgram:
+        """The program of ``code``, compiled here (a sandbox that does not compile): a source
+        seen before is not parsed again (ADR 0044)."""
+        limit = self.limits.source_bytes
+        cached = self._programs.get(code)
+        if cached is not None:
+            check_source_size(code, limit)
+            return CompiledProgram(cached[0], cached[1], code)
         # Small snippets compile in well under a millisecond; a large or adversarial source
         # (up to source_bytes, bounded by the parse budget) compiles off the event loop so
         # other runs keep going.
         if len(code) <= INLINE_COMPILE_CHARS:
-            return self._code_compiler().compile(code, max_source_bytes=self.limits.source_bytes)
-        return await asyncio.to_thread(
-            self._code_compiler().compile, code, max_source_bytes=self.limits.source_bytes
-        )
+            program = self._code_compiler().compile(code, max_source_bytes=limit)
+        else:
+            program = await asyncio.to_thread(
+                self._code_compiler().compile, code, max_source_bytes=limit
+            )
+        self._programs.put(code, (program.javascript, program.line_offset))
+        return program
 
     # -- projections --------------------------------------------------------------------------
     def search(

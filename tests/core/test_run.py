@@ -17,14 +17,17 @@ from codemodekit import (
     ErrorCode,
     Limits,
     ProgressEvent,
+    RuntimeOptions,
     allow_all_tool_calls,
     define_tool,
     deny_all_tool_calls,
     local,
 )
+from codemodekit.compiler.compile import CodeCompiler
 from codemodekit.providers.base import CallContext
 from codemodekit.providers.memory import InMemoryProvider
 from codemodekit.providers.python.local import PythonModuleProvider
+from codemodekit.sandbox.base import CompiledProgram
 from tests.core.helpers import code_mode, const, source, tool
 
 
@@ -313,6 +316,39 @@ async def test_a_large_source_compiles_off_the_loop_with_the_same_locations() ->
     assert ok.value == "big"
     assert bad.diagnostic is not None and bad.diagnostic.code == ErrorCode.COMPILE_ERROR
     assert bad.diagnostic.location is not None and bad.diagnostic.location.line == 1_001
+
+
+class _CountingCompiler(CodeCompiler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.compiled: list[str] = []
+
+    def compile(self, source: str, *, max_source_bytes: int) -> CompiledProgram:
+        self.compiled.append(source)
+        return super().compile(source, max_source_bytes=max_source_bytes)
+
+
+@pytest.mark.parametrize("filler", [0, 1_000], ids=["small", "off the loop"])
+async def test_inline_a_source_seen_before_is_not_compiled_again(filler: int) -> None:
+    """ADR 0044: where this process compiles (inline mode), a program is a function of its
+    source; one seen before runs its program again, with the same error locations, and a
+    source that failed is compiled (and fails) again."""
+    compiler = _CountingCompiler()
+    pad = "// padding\n" * filler
+    good, bad = pad + "const x: number = 2;\nreturn x * 21;", pad + "return 1 +;"
+    async with CodeMode(
+        sources=[],
+        policy=allow_all_tool_calls(),
+        runtime=RuntimeOptions(mode="inline"),
+        compiler=compiler,
+    ) as cm:
+        results = [await cm.run(code) for code in (good, bad, good, bad, good)]
+    assert [r.value for r in results[::2]] == [42, 42, 42]
+    for failed in results[1::2]:
+        assert failed.diagnostic is not None and failed.diagnostic.code == ErrorCode.COMPILE_ERROR
+        assert failed.diagnostic.location is not None
+        assert failed.diagnostic.location.line == filler + 1
+    assert compiler.compiled.count(good) == 1 and compiler.compiled.count(bad) == 2
 
 
 class _SlowStart(InMemoryProvider):

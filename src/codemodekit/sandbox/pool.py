@@ -25,6 +25,7 @@ import socket
 import threading
 import time
 
+from codemodekit.compiler.cache import ProgramCache
 from codemodekit.runtime import MIB, RuntimeOptions, usable_cpus
 from codemodekit.sandbox._protocol import frame
 from codemodekit.sandbox.admission import AdmissionPolicy, AdmissionRefused, FairAdmission
@@ -138,45 +139,6 @@ class Worker:
             self.sock.close()
 
 
-PROGRAM_CACHE_BYTES = 16 * MIB
-"""Most compiled JavaScript (and its sources) the compile cache keeps."""
-
-
-class ProgramCache:
-    """Compiled programs by their exact TypeScript source, least recently used out.
-
-    Filled only from a worker's ``J`` frame, which it sends after compiling and before any
-    model code runs in it: a fresh fork of a pristine zygote whose only input was the source,
-    so the program is a function of that source (ADR 0028). Thread-safe."""
-
-    def __init__(self, max_bytes: int = PROGRAM_CACHE_BYTES) -> None:
-        self._max = max_bytes
-        self._size = 0
-        self._entries: collections.OrderedDict[str, tuple[str, int]] = collections.OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, source: str) -> tuple[str, int] | None:
-        with self._lock:
-            entry = self._entries.get(source)
-            if entry is not None:
-                self._entries.move_to_end(source)
-            return entry
-
-    def put(self, source: str, program: tuple[str, int]) -> None:
-        size = len(source) + len(program[0])
-        if size > self._max // 4:
-            return
-        with self._lock:
-            old = self._entries.pop(source, None)
-            if old is not None:
-                self._size -= len(source) + len(old[0])
-            self._entries[source] = program
-            self._size += size
-            while self._size > self._max:
-                gone, (javascript, _) = self._entries.popitem(last=False)
-                self._size -= len(gone) + len(javascript)
-
-
 class WorkerPool:
     def __init__(self, options: RuntimeOptions) -> None:
         self.options = options
@@ -187,7 +149,9 @@ class WorkerPool:
         self._warm = options.warm
         self._zygote = Zygote(options.unsafe_allow_uncontained)
         self.programs = ProgramCache()
-        """Compiled programs of sources seen before (ADR 0028)."""
+        """Compiled programs of sources seen before, filled only from a worker's ``J``
+        frame: sent after compiling and before any model code ran in it, by a fresh fork of
+        a pristine zygote whose only input was the source (ADR 0028)."""
         self._lock = threading.Lock()
         self._idle: collections.deque[Worker] = collections.deque()
         self._busy: set[Worker] = set()
