@@ -13,6 +13,7 @@ import traceback
 MODULES = [
     "benchmarks.bench_core",
     "benchmarks.bench_engine",
+    "benchmarks.profile_call",
     "benchmarks.bench_spec",
     "benchmarks.bench_compiler",
     "benchmarks.bench_sandbox",
