@@ -9,8 +9,11 @@ machine's load falls on both. Every row goes through ``CodeMode.run`` with the d
 runtime (process mode, the shared pool): the median and [min - max] of wall time, of the
 server's CPU (``time.process_time``, all its threads), of the sandbox worker's CPU over the
 run's requests (as the worker reports it) and of the zygote's CPU (from ``/proc``, divided
-by the runs of the sample). Then this tree's lockdown cost per worker
-(``bench_containment``). Linux only; asserts nothing.
+by the runs of the sample). Under the back-to-back rows, the machine's CPU per run: the
+busy time of every CPU (``/proc/stat``, all processes: server, zygote, workers, kernel) over
+as many runs again with nothing else measured, divided by the runs; back to back, a run can
+take no less wall time than that divided by the CPUs. Then this tree's lockdown cost per worker (``bench_containment``). Linux only;
+asserts nothing.
 """
 
 from __future__ import annotations
@@ -46,6 +49,13 @@ FRESH = (
 
 
 # -- the child: measures the tree on its PYTHONPATH -------------------------------------------
+
+
+def _machine_busy_s() -> float:
+    """Busy time of every CPU since boot (``/proc/stat``), in seconds."""
+    with open("/proc/stat", "rb") as stat:
+        ticks = [int(v) for v in stat.readline().split()[1:]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / TICK  # all but idle and iowait
 
 
 def _children_cpu_s() -> float:
@@ -100,6 +110,7 @@ async def _child(quick: bool) -> dict[str, Any]:
         },
     )
     rows: dict[str, list[list[float]]] = {}
+    machine: dict[str, list[float]] = {}
     n = 40 if quick else 120
 
     async def sample(label: str, codes: list[str], cm: Any) -> None:
@@ -115,17 +126,30 @@ async def _child(quick: bool) -> dict[str, Any]:
             [wall * 1000, cpu * 1000, worker_ms[0] / per, zygote * 1000 / per]
         )
 
+    async def machine_cpu(label: str, code: str, runs: int, gap_s: float, cm: Any) -> None:
+        """The machine's busy time over ``runs`` runs of ``code`` with nothing else measured."""
+        busy = _machine_busy_s()
+        for _ in range(runs):
+            if gap_s:
+                await asyncio.sleep(gap_s)
+            await cm.run(code)
+        spent = machine.setdefault(label, [0.0, 0.0])
+        spent[0] += _machine_busy_s() - busy
+        spent[1] += runs
+
     async with CodeMode(sources=[tools], policy=allow_all_tool_calls(), sandbox=box) as cm:
         await asyncio.sleep(1.0)  # the warm set
         for code in ("return 1;", CALLS_30, SCRIPT_200):
             await cm.run(code)
         for _ in range(n):
             await sample("trivial run (return 1)", ["return 1;"], cm)
+        await machine_cpu("trivial run (return 1)", "return 1;", n, 0.0, cm)
         for _ in range(n // 2):
             await asyncio.sleep(0.02)  # an agent's pace: the warm set refills in between
             await sample("trivial run, runs 20 ms apart", ["return 1;"], cm)
         for _ in range(n):
             await sample("one call (async tool)", ["await tools.b.anoop({}); return 1;"], cm)
+        await machine_cpu("one call (async tool)", "await tools.b.anoop({}); return 1;", n, 0.0, cm)
         for _ in range(n // 2):
             await asyncio.sleep(0.02)
             await sample("one call, runs 20 ms apart", ["await tools.b.anoop({}); return 1;"], cm)
@@ -133,6 +157,7 @@ async def _child(quick: bool) -> dict[str, Any]:
             await sample("30 sequential calls", [CALLS_30], cm)
         for _ in range(n // 2):
             await sample("200-line script (same each run)", [SCRIPT_200], cm)
+        await machine_cpu("200-line script (same each run)", SCRIPT_200, n // 2, 0.0, cm)
         for _ in range(3 if quick else 6):
             await asyncio.sleep(0.5)  # the warm set refills between batches
             await sample(
@@ -151,7 +176,7 @@ async def _child(quick: bool) -> dict[str, Any]:
         rows.setdefault("fresh process: CodeMode + return 1", []).append(
             [wall * 1000, cpu * 1000, 0.0, 0.0]
         )
-    return {"module": codemodekit.__file__, "rows": rows}
+    return {"module": codemodekit.__file__, "rows": rows, "machine": machine}
 
 
 # -- the parent: runs both trees and prints them side by side ---------------------------------
@@ -193,10 +218,16 @@ def main() -> None:
     if args.base is not None:
         trees = {"base": args.base.resolve(), "this": HERE}
     merged: dict[str, dict[str, list[list[float]]]] = {name: {} for name in trees}
+    machine: dict[str, dict[str, list[float]]] = {name: {} for name in trees}
     for _ in range(args.rounds):
         for name, tree in trees.items():
-            for label, samples in _measure(tree, args.quick)["rows"].items():
+            measured = _measure(tree, args.quick)
+            for label, samples in measured["rows"].items():
                 merged[name].setdefault(label, []).extend(samples)
+            for label, (busy_s, runs) in measured["machine"].items():
+                total = machine[name].setdefault(label, [0.0, 0.0])
+                total[0] += busy_s
+                total[1] += runs
     print(f"contained runtime, before/after; load average {os.getloadavg()}; ms, median [min-max]")
     print(f"  trees: {', '.join(f'{n}={t}' for n, t in trees.items())}")
     for label in merged["this"]:
@@ -208,6 +239,15 @@ def main() -> None:
                 f"    {name:<5} wall {cols[0]}  server CPU {cols[1]}  "
                 f"worker CPU {cols[2]}  zygote CPU {cols[3]}"
             )
+        cpus = os.cpu_count() or 1
+        for name in trees:
+            busy_s, runs = machine[name].get(label, [0.0, 0.0])
+            if runs:
+                per_run = busy_s / runs * 1000
+                print(
+                    f"    {name:<5} machine CPU per run {per_run:.2f} ms (every process; "
+                    f"/ {cpus} CPUs = {per_run / cpus:.2f} ms)"
+                )
     print("  (100 concurrent: wall of the batch, CPU per run; fresh: CPU of it and its zygote)")
     from benchmarks import bench_containment
 
