@@ -148,3 +148,44 @@ def test_an_expected_start_is_polled_for_apart_from_the_back_off(
     inbox._poll(_inbox.EXPECT_S, backs_off=False)  # no start came
     assert (inbox.spins, inbox.hits, inbox._skip) == (3, 1, skip)
     assert inbox._spin_left_s < budget
+
+
+@pytest.mark.parametrize("waited_s", [0.0001, 0.001], ids=["answered soon", "answered late"])
+def test_a_blocking_wait_answered_soon_ends_the_back_off(
+    ends: tuple[socket.socket, socket.socket],
+    monkeypatch: pytest.MonkeyPatch,
+    waited_s: float,
+) -> None:
+    """A wait that blocked because polls are backing off, and whose answer came within
+    ``NEAR_S``, says a poll would have found it: the next wait polls again. One answered
+    later leaves the back-off as it was (a slow tool keeps costing one poll now and then)."""
+    server, worker = ends
+    inbox = Inbox(worker)
+    _wait_for_nothing(inbox)
+    _wait_for_nothing(inbox)  # skipped: the back-off of one wait is used up
+    _wait_for_nothing(inbox)  # a second miss: the next two waits block
+    backoff, skip = inbox._backoff, inbox._skip
+    assert (backoff, skip) == (2, 2)
+    ticks = iter([100.0, 100.0 + waited_s])  # when the wait blocked, when it was answered
+    monkeypatch.setattr(_inbox, "_clock", lambda: next(ticks))
+    server.sendall(frame(b"T", b"1"))
+    assert inbox.read(spin=True) == (b"T", b"1")
+    assert inbox.spins == 2  # that wait did not poll
+    if waited_s <= _inbox.NEAR_S:
+        assert (inbox._backoff, inbox._skip) == (0, 0)
+    else:
+        assert (inbox._backoff, inbox._skip) == (backoff, skip - 1)
+
+
+def test_a_poll_gives_the_cpu_away_between_reads(
+    ends: tuple[socket.socket, socket.socket], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server's answer may have to come from the very CPU a worker polls on (the
+    scheduler put the server there, or a sync tool's thread is queued there): between two
+    reads a poll yields the CPU (``sched_yield``, on the worker's allow-list), so a process
+    waiting for that CPU runs within the poll rather than after it. Before, such a poll
+    missed every time. What it buys is measured in ``bench_engine`` (ADR 0045)."""
+    yields = []
+    monkeypatch.setattr(_inbox.os, "sched_yield", lambda: yields.append(1))
+    _wait_for_nothing(Inbox(ends[1]))  # a miss: it polled for SPIN_S
+    assert len(yields) > 1

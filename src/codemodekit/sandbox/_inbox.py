@@ -6,11 +6,20 @@ the server's answer must wake it: on a virtual machine whose idle CPUs halt, tha
 is an inter-processor interrupt that costs both sides tens of microseconds, more than the
 server's own work for a no-op call. When the server says it has a CPU to spare (``W``
 instead of ``T``, or ``"spin"`` in a start request), the worker instead polls its socket
-for up to ``SPIN_S`` before it blocks. A poll that finds nothing backs off: the next waits
-block, twice as many after each miss, so a slow tool costs one ``SPIN_S`` now and then.
-The spin is the worker's CPU time, charged to its run like the rest; a run spins at most
-``SPIN_BUDGET_S`` in all, well inside the server's kill grace and the kernel's CPU headroom,
-and the engine's compute budget counts JavaScript slices only, never the spin.
+for up to ``SPIN_S`` before it blocks.
+
+- Between two reads a poll gives its CPU away (``sched_yield``): the answer may have to
+  come from that very CPU (the scheduler put the server there, or a sync tool's thread is
+  queued there), and a poll that kept the CPU missed it every time (ADR 0045).
+- A poll that finds nothing backs off: the next waits block, twice as many after each
+  miss, so a slow tool costs one ``SPIN_S`` now and then.
+- A wait that blocked while backing off and still had its answer within ``NEAR_S`` (a sync
+  tool answered from a thread, after a moment's scheduling made a poll miss) ends the
+  back-off: without that, two or three early misses left a whole run of such calls
+  blocking, at about twice the time a call (ADR 0045).
+- The spin is the worker's CPU time, charged to its run like the rest; a run spins at most
+  ``SPIN_BUDGET_S`` in all, well inside the server's kill grace and the kernel's CPU
+  headroom, and the engine's compute budget counts JavaScript slices only, never the spin.
 
 Before its run, an idle worker that the server has told a run is coming (``N``, ADR 0043)
 polls for the start request for up to ``EXPECT_S`` instead of sleeping, so that its wake-up
@@ -20,6 +29,7 @@ so it is nobody's CPU time (like a rehearsal's), and it draws on the same budget
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 
@@ -30,10 +40,13 @@ SPIN_BUDGET_S = 0.05
 """The most CPU time a run spends polling in all (then it only blocks)."""
 MAX_BACKOFF = 64
 """After a miss, the number of waits that block before the next poll doubles up to this."""
+NEAR_S = 2 * SPIN_S
+"""A blocking wait answered within this (a wake-up included) says polling would have paid."""
 EXPECT_S = 500e-6
 """The longest an idle worker polls for a start request it was told is coming (the server's
 work from a run's start to its request is 0.1-0.3 ms)."""
 RECEIVE_BYTES = 1 << 16
+_clock = time.perf_counter
 
 
 class Inbox:
@@ -56,11 +69,12 @@ class Inbox:
         framing). ``spin``: the server has a CPU to spare and may answer at once.
         ``expect``: a start request is on its way (polled for apart from the back-off)."""
         pending = self._pending
+        skipped_at = 0.0
         if not pending:
             if expect:
                 self._poll(EXPECT_S, backs_off=False)
-            elif spin:
-                self._poll(SPIN_S, backs_off=True)
+            elif spin and not self._poll(SPIN_S, backs_off=True):
+                skipped_at = _clock()  # backing off: this wait blocks
         while len(pending) < 4:
             if not self._fill():
                 return None
@@ -72,6 +86,8 @@ class Inbox:
                 return None
         kind, payload = bytes(pending[4:5]), bytes(pending[5 : 4 + size])
         del pending[: 4 + size]
+        if skipped_at and _clock() - skipped_at <= NEAR_S:
+            self._backoff = self._skip = 0  # a poll would have found it: poll again
         return kind, payload
 
     def _fill(self, flags: int = 0) -> bool:
@@ -82,15 +98,16 @@ class Inbox:
         self._pending += memoryview(received)[:size]
         return True
 
-    def _poll(self, spin_s: float, *, backs_off: bool) -> None:
-        """Poll the socket for up to ``spin_s`` (unless backing off or out of budget)."""
+    def _poll(self, spin_s: float, *, backs_off: bool) -> bool:
+        """Poll the socket for up to ``spin_s`` (unless backing off or out of budget);
+        ``False`` when it did not poll because it is backing off."""
         if backs_off and self._skip:
             self._skip -= 1
-            return
+            return False
         if self._spin_left_s <= 0.0:
-            return
+            return True
         self.spins += 1
-        clock = time.perf_counter
+        clock, give_way = _clock, os.sched_yield
         started, cpu_started = clock(), time.thread_time()
         deadline = started + spin_s
         fill = self._fill
@@ -100,14 +117,15 @@ class Inbox:
                     fill(socket.MSG_DONTWAIT)  # at the end of the stream too: read() says so
                 except BlockingIOError:
                     if clock() < deadline:
+                        give_way()
                         continue
                     if backs_off:
                         self._backoff = min(2 * self._backoff or 1, MAX_BACKOFF)
                         self._skip = self._backoff
-                    return
+                    return True
                 self.hits += 1
                 if backs_off:
                     self._backoff = 0
-                return
+                return True
         finally:
             self._spin_left_s -= time.thread_time() - cpu_started
