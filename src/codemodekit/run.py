@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from codemodekit.bridge.bridge import ToolBridge
 from codemodekit.bridge.policy import ToolPolicy, rules_policy
 from codemodekit.catalog.catalog import Catalog
-from codemodekit.compiler.cache import ProgramCache
+from codemodekit.compiler.cache import ProgramCache, compile_once
 from codemodekit.compiler.size import check_source_size
 from codemodekit.errors import (
     CompileFailure,
@@ -43,7 +43,6 @@ from codemodekit.run_stop import RunStop, until_cancelled
 from codemodekit.runtime import DEFAULT_RUNTIME, RuntimeOptions
 from codemodekit.sandbox.base import (
     CodeSandbox,
-    CompiledProgram,
     LogEntry,
     RuntimeStats,
     SandboxOutcome,
@@ -66,9 +65,6 @@ LAST_EXPRESSION_HINT = (
     "returned (the code is the body of a function): write `return <expression>`"
 )
 _RETURN = re.compile(r"\breturn\b")
-
-INLINE_COMPILE_CHARS = 8_192
-"""Sources up to this size compile on the event loop; larger ones on a worker thread."""
 
 SERVE_START_GRACE_S = 0.0
 """How long ``codemode serve`` waits for sources before it answers ``initialize``: not at
@@ -439,7 +435,9 @@ class CodeMode:
             else:
                 compiling = time.perf_counter()
                 try:
-                    program = await self._compile(code)
+                    program = await compile_once(
+                        self._programs, self._code_compiler, code, self.limits.source_bytes
+                    )
                 except CompileFailure as failure:
                     return result(False, diagnostic=failure.diagnostic)
                 finally:
@@ -553,26 +551,6 @@ class CodeMode:
         """Wait until every source still connecting after ``start``'s grace has come up
         (and joined the catalog) or failed (``health`` says why)."""
         await self._sources.wait_all()
-
-    async def _compile(self, code: str) -> CompiledProgram:
-        """The program of ``code``, compiled here (a sandbox that does not compile): a source
-        seen before is not parsed again (ADR 0044)."""
-        limit = self.limits.source_bytes
-        cached = self._programs.get(code)
-        if cached is not None:
-            check_source_size(code, limit)
-            return CompiledProgram(cached[0], cached[1], code)
-        # Small snippets compile in well under a millisecond; a large or adversarial source
-        # (up to source_bytes, bounded by the parse budget) compiles off the event loop so
-        # other runs keep going.
-        if len(code) <= INLINE_COMPILE_CHARS:
-            program = self._code_compiler().compile(code, max_source_bytes=limit)
-        else:
-            program = await asyncio.to_thread(
-                self._code_compiler().compile, code, max_source_bytes=limit
-            )
-        self._programs.put(code, (program.javascript, program.line_offset))
-        return program
 
     # -- projections --------------------------------------------------------------------------
     def search(
