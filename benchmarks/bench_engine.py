@@ -123,8 +123,8 @@ class _Process:
     def stats(self) -> Any:
         return self.inner.stats()
 
-    def expect_run(self) -> None:
-        self.inner.expect_run()
+    def expect_run(self, limits: Any, stream: bool = False) -> None:
+        self.inner.expect_run(limits, stream)
 
     def close(self) -> None:
         self.inner.close()

@@ -138,9 +138,11 @@ class CodeMode:
         self._source_sandbox: SourceSandbox | None = (
             self._sandbox if isinstance(self._sandbox, SourceSandbox) else None
         )
-        # A sandbox that gets ready for a run as it starts (worker processes: ADR 0043).
+        # A sandbox that gets ready for a run as it starts (worker processes: ADRs 0043, 0046).
         expect_run = getattr(self._sandbox, "expect_run", None)
-        self._expect_run: Callable[[], object] | None = expect_run if callable(expect_run) else None
+        self._expect_run: Callable[[Limits, bool], object] | None = (
+            expect_run if callable(expect_run) else None
+        )
         # Built at the first compile on this side: with worker processes (the default) the
         # workers compile, and importing the parser costs a fresh process tens of ms.
         self._compiler = compiler
@@ -322,7 +324,7 @@ class CodeMode:
         if self._state != "started":
             raise RuntimeError("CodeMode is not started: use `async with CodeMode(...)` first")
         if self._expect_run is not None:
-            self._expect_run()
+            self._expect_run(self.limits, callable(on_log))
         execution_id = uuid.uuid4().hex
         observer = self._observer
         if observer is None:

@@ -8,6 +8,7 @@ broken build from hanging the suite; nothing here times the engine.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import threading
@@ -27,6 +28,7 @@ from codemodekit import (
     define_tool,
     local,
 )
+from codemodekit.sandbox._protocol import frame
 from codemodekit.sandbox.pool import EXPECT
 
 HANG_GUARD_S = 120
@@ -508,11 +510,35 @@ async def test_a_worker_told_a_run_is_coming_serves_whatever_comes_next(
         run = asyncio.ensure_future(cm.run("await tools.app.wait({}); return 2;"))
         await started.wait()
         (busy,) = pool._busy
-        busy.sock.send(EXPECT)  # while its run awaits a tool
+        busy.sock.send(EXPECT)  # while its run awaits a tool, with settings or without
+        sandbox.expect_run(Limits(log_entries=1), stream=True)
+        busy.sock.send(frame(b"N", json.dumps({"limits": {}, "stream": True}).encode()))
         gate.set()
         result = await run
         assert result.ok and result.value == 2
         assert sandbox.stats().worker_restarts == 0
+
+
+async def test_code_modes_sharing_workers_each_run_under_their_own_limits(
+    sandbox: ProcessSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ADR 0046: every run announces its settings to the worker it will be handed, and
+    rehearsals at quiet moments carry the latest ones; a worker that made its engine for
+    one ``CodeMode``'s limits and is taken by another's run uses that run's limits."""
+    monkeypatch.setattr(sandbox._pool, "cpu_to_spare", lambda: True)  # always announce
+    source = "for (let i = 0; i < 5; i++) console.log(i);\nreturn 1;"
+    lines: list[str] = []
+    async with _code_mode(sandbox, log_entries=2) as few, _code_mode(sandbox) as many:
+        for round_ in range(6):
+            terse = await few.run(source)
+            full = await many.run(source, on_log=lambda entry: lines.append(entry.message))
+            assert terse.ok and full.ok
+            assert [e.level for e in terse.logs] == ["log", "truncated"]
+            assert [e.message for e in full.logs] == ["0", "1", "2", "3", "4"]
+            assert lines[-5:] == ["0", "1", "2", "3", "4"] and len(lines) == 5 * (round_ + 1)
+            if round_ % 2:  # a quiet moment: idle workers rehearse with the latest settings
+                await _until(lambda: all(w.rehearsed for w in sandbox._pool._idle))
+    assert sandbox.stats().worker_restarts == 0
 
 
 async def test_compiling_a_pathological_source_never_holds_the_event_loop(

@@ -186,6 +186,31 @@ async def test_a_run_coming_is_told_to_the_worker_it_will_be_handed(
             p.close()
 
 
+async def test_a_run_is_announced_with_its_settings_and_rehearsals_carry_the_latest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ADR 0046: the ``N`` of a run carries its settings, and so does every ``R`` sent from
+    then on (idle workers make the engine of a run like the latest ahead of it)."""
+    pairs = [_Pair(), _Pair(), _Pair()]
+    pool = WorkerPool(RuntimeOptions())  # never started: no zygote, the pairs are its workers
+    monkeypatch.setattr(pool, "cpu_to_spare", lambda: True)
+    first, latest = b'{"limits":{"log_entries":2},"stream":false}', b'{"limits":{},"stream":true}'
+    try:
+        for p in pairs:
+            pool._park(p.worker)
+        pool.expect_run(first)
+        pool.expect_run(latest)
+        pool._last_active = 0.0  # long ago: a quiet moment
+        pool._at_quiet_moment()
+        told = [p.theirs.recv(1 << 16) for p in pairs[:2]]
+        assert told[0] == frame(b"N", first) + frame(b"N", latest) + frame(b"R", latest)
+        assert told[1] == frame(b"R", latest)  # two rehearse per quiet moment
+        assert _unread(pairs[2].theirs) == 0
+    finally:
+        for p in pairs:
+            p.close()
+
+
 HOSTILE: dict[str, bytes] = {
     "empty frame": (0).to_bytes(4, "big"),
     "frame over the bound": (2**31).to_bytes(4, "big") + b"C",

@@ -6,7 +6,10 @@ settle calls (the batch text), ``W`` the same, then poll for the next answer rat
 sleep (the server has a CPU to spare, ADR 0042; a start request says so with ``"spin"``),
 ``A`` abandon (JSON diagnostic), ``X`` drop the current run, ``Q`` quit, ``R`` rehearse
 (at a quiet moment, before any run), ``N`` a run is coming: poll for its start request
-(ADR 0043; harmless at any other moment). Worker to host: ``H`` hello (JSON: pid, CPU
+(ADR 0043; harmless at any other moment). ``R`` and ``N`` may carry a run's settings (JSON:
+limits and whether logs stream): the worker makes the engine of a run with those settings
+ahead of its request, and a request with other settings gets an engine of its own (ADR
+0046). Worker to host: ``H`` hello (JSON: pid, CPU
 seconds), ``J`` the program it compiled (only when asked, before any model code ran),
 ``P`` a step, ``C`` a step that only queues calls. A start request is answered by
 a ``P`` step whose header carries ``a``, the worker's CPU seconds when it read the request:

@@ -32,6 +32,7 @@ import threading
 import time
 import traceback
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import quickjs
@@ -67,7 +68,10 @@ REHEARSAL = (
     "const x: number = (await tools.rehearsal.one({ n: 1 })) as number;\nconsole.log(x);\nreturn x;"
 )
 """The rehearsal's program: what most runs do (a tool call, a console line, a result)."""
-REHEARSAL_REQUEST = json.dumps({"limits": Limits().to_json(), "source": REHEARSAL, "share": True})
+REHEARSAL_REQUEST = json.dumps(
+    {"limits": Limits().to_json(), "source": REHEARSAL, "share": True}
+).encode()
+"""As a start request arrives: bytes (``json.loads`` of bytes takes a path of its own)."""
 
 
 def _rss_bytes() -> int:
@@ -77,6 +81,17 @@ def _rss_bytes() -> int:
             return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Ready:
+    """The run's engine, made when the run was announced (``N``, ADR 0046): the prelude told
+    its settings, the heap and stack bounded. Taken by a start request with those settings."""
+
+    settings: tuple[Any, bool]
+    """The announced limits (as the start request carries them) and whether logs stream."""
+    limits: Limits
+    engine: Engine
 
 
 class _Worker:
@@ -106,6 +121,7 @@ class _Worker:
         """The run's context: the zygote's own, inherited copy-on-write."""
         self._spare = spare
         """A second context prepared like the run's, for the rehearsal alone."""
+        self._ready: _Ready | None = None
 
     def _send(self, kind: bytes, payload: bytes) -> None:
         self._conn.sendall(frame(kind, payload))
@@ -151,9 +167,13 @@ class _Worker:
             kind, payload = message
             expect = kind == b"N"  # a run is coming: poll for its request (ADR 0043)
             if expect:
+                if payload:
+                    self._get_ready(payload)
                 continue
             if kind == b"R":
                 self.rehearse()
+                if payload:
+                    self._get_ready(payload)
                 continue
             # The run is charged from here: what this process spent before (starting,
             # rehearsing) is nobody's. Sent with the first step (``_protocol.py``).
@@ -168,14 +188,41 @@ class _Worker:
             if step.done:
                 return  # one run per process
 
+    def _get_ready(self, payload: bytes) -> None:
+        """A run with these settings is announced (``N``): make its engine now, while the
+        server still works towards the request (ADR 0046). Once, and only in the context no
+        run has entered; anything amiss leaves it to the start request, as before."""
+        if self._prepared is None or self._ready is not None:
+            return
+        try:
+            settings = json.loads(payload)
+            stream = settings["stream"]
+            if not isinstance(stream, bool):
+                return
+            limits = Limits(**settings["limits"])
+            engine = self._new_engine(limits, self._prepared, stream)
+        except Exception:
+            return
+        self._ready = _Ready((settings["limits"], stream), limits, engine)
+
+    def _new_engine(self, limits: Limits, prepared: tuple[Any, Any], stream: bool) -> Engine:
+        return Engine(
+            limits,
+            stack_cap=self._stack_cap,
+            prepared=prepared,
+            watchdog=self._watchdog,
+            stream_logs=stream,
+        )
+
     def _handle(self, kind: bytes, payload: bytes) -> Step:
         if kind == b"S":
             prepared, self._prepared = self._prepared, None
+            ready, self._ready = self._ready, None
             if prepared is None:
                 raise RuntimeError("a worker hosts one run")
             request = json.loads(payload)
             self._spin = request.get("spin") is True
-            self._engine, step = self._begin(request, prepared)
+            self._engine, step = self._begin(request, prepared, ready)
             return step
         engine = self._engine
         if engine is None:
@@ -188,11 +235,22 @@ class _Worker:
         raise RuntimeError(f"unknown request {kind!r}")
 
     def _begin(
-        self, request: dict[str, Any], prepared: tuple[Any, Any], *, rehearsal: bool = False
+        self,
+        request: dict[str, Any],
+        prepared: tuple[Any, Any],
+        ready: _Ready | None = None,
+        *,
+        rehearsal: bool = False,
     ) -> tuple[Engine | None, Step]:
-        """A run's start in ``prepared``; the rehearsal's bounds nothing and shares nothing
+        """A run's start in ``prepared`` (with the engine made for it if the run was
+        announced with the same settings); the rehearsal's bounds nothing and shares nothing
         (an rlimit, once lowered, cannot be raised again)."""
-        limits = Limits(**request["limits"])
+        stream = request.get("stream") is True
+        engine: Engine | None = None
+        if ready is not None and ready.settings == (request["limits"], stream):
+            limits, engine = ready.limits, ready.engine
+        else:
+            limits = Limits(**request["limits"])
         if not rehearsal:
             _lockdown.bound_address_space(self._layers, limits.memory_bytes)
             _lockdown.bound_cpu(limits.compute_time_ms / 1000)
@@ -214,13 +272,10 @@ class _Worker:
             javascript, line_offset, source = request["program"]
             program = CompiledProgram(javascript, int(line_offset), source)
             compile_ms = 0.0
-        engine = Engine(
-            limits,
-            stack_cap=self._stack_cap,
-            prepared=prepared,
-            watchdog=self._watchdog,
-            stream_logs=request.get("stream") is True,
-        )
+        if engine is None:
+            # Announced with other settings, or not at all: the prelude is told this run's
+            # (its settings are values it keeps, replaced as a whole).
+            engine = self._new_engine(limits, prepared, stream)
         step = engine.start(program)
         step.compile_ms = compile_ms
         return engine, step

@@ -47,9 +47,11 @@ quarter of it is ready: a new worker's start (≈2 ms of CPU) does not compete w
 then. Below a quarter, or with runs waiting for a worker, the refill starts at once."""
 
 REHEARSE = frame(b"R", b"")
-"""Told to an idle worker at a quiet moment (``_rehearse``)."""
+"""Told to an idle worker at a quiet moment (``_rehearse``); the payload, when there is
+one, is the settings of the latest run announced (ADR 0046)."""
 EXPECT = frame(b"N", b"")
-"""Told to the idle worker a run is about to be handed (``expect_run``)."""
+"""Told to the idle worker a run is about to be handed (``expect_run``); the payload, when
+there is one, is the run's settings (ADR 0046)."""
 BATCH = max(2, os.cpu_count() or 1)
 """Workers forked at once to top the warm set up."""
 _CLOCK_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -173,6 +175,8 @@ class WorkerPool:
         self._peak = 0
         """Most workers leased at once lately: the warm set grows to it (the load), and
         shrinks back as idle workers retire."""
+        self._settings = b""
+        """The latest run's settings announced (``expect_run``), handed to rehearsals."""
 
     # -- workers ----------------------------------------------------------------------------
     def _greet(self, pid: int, sock: socket.socket) -> Worker:
@@ -265,20 +269,26 @@ class WorkerPool:
         workers would take the CPU the server needs to answer them."""
         return self._admission.in_flight < self._cpus
 
-    def expect_run(self) -> None:
+    def expect_run(self, settings: bytes = b"") -> None:
         """A run has started and will soon ask for a worker: tell the idle worker it will be
         handed to poll for its start request rather than sleep, so that waking it (an
         inter-processor interrupt on a machine whose idle CPUs halt) overlaps this
         process's work before the request (ADR 0043). Only with a CPU to spare; a worker
         told and then not handed it (another run took it, or this one ended first) polls
-        a moment for nothing and sleeps again."""
+        a moment for nothing and sleeps again.
+
+        ``settings``: the run's limits and log streaming, as the start request will carry
+        them. Idle workers told to rehearse from now on are handed them too, and make the
+        engine of a run with these settings ahead of it (ADR 0046)."""
+        if settings:
+            self._settings = settings
         if not self.cpu_to_spare():
             return
         with self._lock:
             worker = self._idle[0] if self._idle else None  # the next one taken
         if worker is not None:
             with contextlib.suppress(OSError):  # a dead worker: taking it will say so
-                worker.sock.send(EXPECT)
+                worker.sock.send(frame(b"N", settings))
 
     def _urgent_locked(self) -> bool:
         """Under a quarter of the warm set is ready, or runs wait for a worker: refill now
@@ -301,7 +311,7 @@ class WorkerPool:
                 return
             fresh = [worker for worker in self._idle if not worker.rehearsed]
             for worker in fresh[:REHEARSALS_AT_ONCE]:
-                _rehearse(worker)
+                _rehearse(worker, self._settings)
             low = len(self._idle) + self._spawning < self._warm_target_locked()
             # Look again for the next ones and for workers on their way; for a refill asked
             # now, once (it may fail: then the next run's release looks again).
@@ -502,14 +512,15 @@ class WorkerPool:
         self._zygote.stop()
 
 
-def _rehearse(worker: Worker) -> None:
+def _rehearse(worker: Worker, settings: bytes) -> None:
     """An idle worker rehearses (``R``: a whole run in a spare context, ``_worker.py``), so
-    that its run does not pay a fresh fork's copy-on-write faults (ADR 0039). Only at a
-    quiet moment (ADR 0036): under a stream of runs the CPU goes to the next workers."""
+    that its run does not pay a fresh fork's copy-on-write faults (ADR 0039), and makes the
+    engine of a run with ``settings`` (ADR 0046). Only at a quiet moment (ADR 0036): under
+    a stream of runs the CPU goes to the next workers."""
     if not worker.rehearsed:
         worker.rehearsed = True
         with contextlib.suppress(OSError):
-            worker.sock.send(REHEARSE)
+            worker.sock.send(frame(b"R", settings))
 
 
 def _fail(future: asyncio.Future[Worker], failure: PoolFailure) -> None:

@@ -74,6 +74,8 @@ class _NeverTaken(Exception):
 
 START_ATTEMPTS = 3
 """Workers a run's start request is offered to when each dies before taking it."""
+SETTINGS_KEPT = 16
+"""Run settings a sandbox keeps encoded for announcing (ADR 0046)."""
 
 
 class ProcessSandbox:
@@ -85,6 +87,9 @@ class ProcessSandbox:
         self.options = options
         self._shared = shared
         self._pool = shared_pool(options) if shared else WorkerPool(options)
+        self._settings: dict[tuple[Limits, bool], bytes] = {}
+        """Run settings as announced to workers, made once (a ``CodeMode`` has one set of
+        limits)."""
 
     def start(self) -> None:
         """Start the zygote and warm workers now rather than at the first run."""
@@ -93,9 +98,18 @@ class ProcessSandbox:
     def stats(self) -> RuntimeStats:
         return self._pool.stats()
 
-    def expect_run(self) -> None:
-        """A run has started: the worker it will be handed may start waking (ADR 0043)."""
-        self._pool.expect_run()
+    def expect_run(self, limits: Limits, stream: bool = False) -> None:
+        """A run with these limits has started (``stream``: its console entries are
+        followed): the worker it will be handed may start waking (ADR 0043) and make the
+        run's engine (ADR 0046)."""
+        key = (limits, stream)
+        settings = self._settings.get(key)
+        if settings is None:
+            if len(self._settings) >= SETTINGS_KEPT:
+                self._settings.clear()
+            text = json.dumps({"limits": limits.to_json(), "stream": stream})
+            settings = self._settings[key] = text.encode()
+        self._pool.expect_run(settings)
 
     def containment(self) -> dict[str, str]:
         """Start the zygote now (blocking) and say which containment layers its workers
