@@ -29,7 +29,6 @@ from codemodekit import (
     local,
 )
 from codemodekit.sandbox._protocol import frame
-from codemodekit.sandbox.pool import EXPECT
 
 HANG_GUARD_S = 120
 
@@ -510,7 +509,7 @@ async def test_a_worker_told_a_run_is_coming_serves_whatever_comes_next(
         run = asyncio.ensure_future(cm.run("await tools.app.wait({}); return 2;"))
         await started.wait()
         (busy,) = pool._busy
-        busy.sock.send(EXPECT)  # while its run awaits a tool, with settings or without
+        busy.sock.send(frame(b"N", b""))  # while its run awaits a tool, with settings or not
         sandbox.expect_run(Limits(log_entries=1), stream=True)
         busy.sock.send(frame(b"N", json.dumps({"limits": {}, "stream": True}).encode()))
         gate.set()

@@ -6,16 +6,15 @@ settle calls (the batch text), ``W`` the same, then poll for the next answer rat
 sleep (the server has a CPU to spare, ADR 0042; a start request says so with ``"spin"``),
 ``A`` abandon (JSON diagnostic), ``X`` drop the current run, ``Q`` quit, ``R`` rehearse
 (at a quiet moment, before any run), ``N`` a run is coming: poll for its start request
-(ADR 0043; harmless at any other moment). ``R`` and ``N`` may carry a run's settings (JSON:
-limits and whether logs stream): the worker makes the engine of a run with those settings
-ahead of its request, and a request with other settings gets an engine of its own (ADR
-0046). Worker to host: ``H`` hello (JSON: pid, CPU
-seconds), ``J`` the program it compiled (only when asked, before any model code ran),
-``P`` a step, ``C`` a step that only queues calls. A start request is answered by
-a ``P`` step whose header carries ``a``, the worker's CPU seconds when it read the request:
-the run is charged from there. Whether the worker read it at all, the kernel says: a worker
-that dies with the request unread resets the connection (``ECONNRESET``), one that read it
-closes it.
+(ADR 0043; harmless at any other moment). ``R`` and ``N`` may carry a run's settings
+(JSON: limits and whether logs stream): the worker makes the engine of a run with those
+settings ahead of its request, and a request with other settings gets an engine of its
+own (ADR 0046). Worker to host: ``H`` hello (JSON: pid, CPU seconds), ``J`` the program
+it compiled (only when asked, before any model code ran), ``P`` a step, ``C`` a step that
+only queues calls. A start request is answered by a ``P`` step whose header carries ``a``,
+the worker's CPU seconds when it read the request: the run is charged from there. Whether
+the worker read it at all, the kernel says: a worker that dies with the request unread
+resets the connection (``ECONNRESET``), one that read it closes it.
 
 A ``P`` step is ``header`` (JSON, one line), the returned value's JSON text (or an empty
 line), then one queued call per line. Most steps only queue calls (one per awaited tool

@@ -85,8 +85,9 @@ def _rss_bytes() -> int:
 
 @dataclass(frozen=True, slots=True)
 class _Ready:
-    """The run's engine, made when the run was announced (``N``, ADR 0046): the prelude told
-    its settings, the heap and stack bounded. Taken by a start request with those settings."""
+    """The run's engine, made when a run's settings were announced (``N`` or ``R``, ADR
+    0046): the prelude told them, the heap and stack bounded. Taken by a start request
+    with those settings."""
 
     settings: tuple[Any, bool]
     """The announced limits (as the start request carries them) and whether logs stream."""
@@ -189,9 +190,9 @@ class _Worker:
                 return  # one run per process
 
     def _get_ready(self, payload: bytes) -> None:
-        """A run with these settings is announced (``N``): make its engine now, while the
-        server still works towards the request (ADR 0046). Once, and only in the context no
-        run has entered; anything amiss leaves it to the start request, as before."""
+        """A run with these settings is coming (``N``), or the latest run had them (``R``):
+        make its engine now, before the request (ADR 0046). Once, and only in the context
+        no run has entered; anything amiss leaves it to the start request, as before."""
         if self._prepared is None or self._ready is not None:
             return
         try:

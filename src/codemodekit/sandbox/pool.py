@@ -46,12 +46,6 @@ QUIET_S = 0.005
 quarter of it is ready: a new worker's start (≈2 ms of CPU) does not compete with runs
 then. Below a quarter, or with runs waiting for a worker, the refill starts at once."""
 
-REHEARSE = frame(b"R", b"")
-"""Told to an idle worker at a quiet moment (``_rehearse``); the payload, when there is
-one, is the settings of the latest run announced (ADR 0046)."""
-EXPECT = frame(b"N", b"")
-"""Told to the idle worker a run is about to be handed (``expect_run``); the payload, when
-there is one, is the run's settings (ADR 0046)."""
 BATCH = max(2, os.cpu_count() or 1)
 """Workers forked at once to top the warm set up."""
 _CLOCK_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
