@@ -12,6 +12,7 @@ import array
 import asyncio
 import fcntl
 import json
+import signal
 import socket
 import struct
 import subprocess
@@ -25,8 +26,11 @@ from codemodekit.errors import ErrorCode
 from codemodekit.limits import Limits
 from codemodekit.runtime import RuntimeOptions
 from codemodekit.sandbox._step import Step
-from codemodekit.sandbox.pool import Worker, WorkerPool
+from codemodekit.sandbox.pool import WORKER_OVERHEAD_BYTES, Worker, WorkerPool
 from codemodekit.sandbox.process import _ProcessChannel
+
+HANG_GUARD_S = 60
+"""Longest wait for a killed child to be reaped (a hang guard, not a timing assertion)."""
 
 
 def frame(kind: bytes, payload: bytes = b"") -> bytes:
@@ -206,6 +210,40 @@ async def test_a_run_is_announced_with_its_settings_and_rehearsals_carry_the_lat
         assert told[0] == frame(b"N", first) + frame(b"N", latest) + frame(b"R", latest)
         assert told[1] == frame(b"R", latest)  # two rehearse per quiet moment
         assert _unread(pairs[2].theirs) == 0
+    finally:
+        for p in pairs:
+            p.close()
+
+
+async def test_a_worker_whose_run_ended_is_killed_once_its_caller_has_the_result() -> None:
+    """A run's result is handed over before its worker is killed: the kill (a signal to a
+    process that is exiting anyway) waits for the loop's next turn. Nothing is left alive:
+    the kill comes then, or at once outside a loop, or with the pool's ``close``."""
+    pool = WorkerPool(RuntimeOptions())  # never started: no zygote, the pairs are its workers
+    pairs = [_Pair(), _Pair(), _Pair(), _Pair()]
+    try:
+        for p in pairs:
+            pool._park(p.worker)
+        taken = []
+        for _ in pairs:  # what ``acquire`` does, without starting the pool
+            await pool._admission.admit(None, WORKER_OVERHEAD_BYTES)
+            taken.append(await pool._take_worker())
+        pool.release(taken[0], 0, reusable=True)
+        await asyncio.sleep(0)  # the loop's next turn
+        assert pairs[0].process.wait(timeout=HANG_GUARD_S) == -signal.SIGKILL
+        # Stopped under its run: killed at once, counted as a restart.
+        pool.release(taken[1], 0, reusable=False)
+        assert pairs[1].process.wait(timeout=HANG_GUARD_S) == -signal.SIGKILL
+        assert pool.stats().worker_restarts == 1
+        # Released where no loop runs.
+        await asyncio.to_thread(pool.release, taken[2], 0, reusable=True)
+        assert pairs[2].process.wait(timeout=HANG_GUARD_S) == -signal.SIGKILL
+        # Released and the pool closed in the same turn.
+        pool.release(taken[3], 0, reusable=True)
+        pool.close()
+        assert pairs[3].process.wait(timeout=HANG_GUARD_S) == -signal.SIGKILL
+        assert pool.stats().worker_restarts == 1
+        await asyncio.sleep(0)  # the turn's kill finds nothing left
     finally:
         for p in pairs:
             p.close()

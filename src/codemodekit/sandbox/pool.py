@@ -171,6 +171,8 @@ class WorkerPool:
         shrinks back as idle workers retire."""
         self._settings = b""
         """The latest run's settings announced (``expect_run``), handed to rehearsals."""
+        self._ending: list[Worker] = []
+        """Workers whose runs ended, killed at the loop's next turn (``release``)."""
 
     # -- workers ----------------------------------------------------------------------------
     def _greet(self, pid: int, sock: socket.socket) -> Worker:
@@ -444,11 +446,14 @@ class WorkerPool:
     def release(
         self, worker: Worker, memory_bytes: int, *, reusable: bool, caller: str | None = None
     ) -> None:
-        """End a lease. A worker hosts one run: it is killed now, whether its run ended
-        normally (it is exiting anyway; the kill makes sure of it) or was stopped; only the
-        latter counts as a restart. The warm set is refilled in the background. The run's
-        admission goes back to ``caller``'s share (``sandbox/admission.py``)."""
+        """End a lease. A worker hosts one run: it is killed, whether its run ended
+        normally or was stopped; only the latter counts as a restart. A worker whose run
+        stopped is killed now; one whose run ended normally (it is exiting anyway; the kill
+        makes sure of it) is killed once the run's caller has its result, in this loop's
+        next turn (``_end_workers``). The warm set is refilled in the background. The run's
+        admission goes back to ``caller``'s share now (``sandbox/admission.py``)."""
         need = memory_bytes + WORKER_OVERHEAD_BYTES
+        ended = False
         with self._lock:
             self._busy.discard(worker)
             if worker.dead:  # killed or crashed under its run
@@ -457,10 +462,16 @@ class WorkerPool:
                 worker.kill()
                 self._restarts += 1
             else:
-                worker.kill()  # single use: no process outlives its run
+                self._ending.append(worker)  # single use: no process outlives its run
+                ended = True
             now = self._last_active = time.monotonic()
             urgent = self._urgent_locked()
         self._admission.release(caller, need)
+        if ended:
+            try:
+                asyncio.get_running_loop().call_soon(self._end_workers)
+            except RuntimeError:  # no loop here
+                self._end_workers()
         if urgent:
             self._refill_wanted.set()
         elif now > self._quiet_check_until:
@@ -494,12 +505,22 @@ class WorkerPool:
         with self._lock:
             return sorted(w.pid for w in self._busy if not w.dead)
 
+    def _end_workers(self) -> None:
+        """Kill the workers whose runs ended (``release``). Each call ends all of them: a
+        call that never comes (its loop closed first) leaves them to the next, or to
+        ``close``."""
+        with self._lock:
+            ending, self._ending = self._ending, []
+        for worker in ending:
+            worker.kill()
+
     def close(self) -> None:
         """Stop every worker and the zygote. Runs in flight end with ``SANDBOX_CRASHED``."""
         with self._lock:
             self._closed = True
-            workers = [*self._idle, *self._busy]
+            workers = [*self._idle, *self._busy, *self._ending]
             self._idle.clear()
+            self._ending.clear()
         self._refill_wanted.set()
         for worker in workers:
             worker.kill()
