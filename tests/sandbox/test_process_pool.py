@@ -536,7 +536,8 @@ async def test_code_modes_sharing_workers_each_run_under_their_own_limits(
             assert [e.message for e in full.logs] == ["0", "1", "2", "3", "4"]
             assert lines[-5:] == ["0", "1", "2", "3", "4"] and len(lines) == 5 * (round_ + 1)
             if round_ % 2:  # a quiet moment: idle workers rehearse with the latest settings
-                await _until(lambda: all(w.rehearsed for w in sandbox._pool._idle))
+                sandbox._pool._last_active = 0.0
+                sandbox._pool._at_quiet_moment()
     assert sandbox.stats().worker_restarts == 0
 
 
