@@ -167,14 +167,10 @@ class _Worker:
                 return  # X: the run ended while it awaited tools
             kind, payload = message
             expect = kind == b"N"  # a run is coming: poll for its request (ADR 0043)
-            if expect:
-                if payload:
-                    self._get_ready(payload)
-                continue
-            if kind == b"R":
-                self.rehearse()
-                if payload:
-                    self._get_ready(payload)
+            if kind in (b"N", b"R"):
+                if kind == b"R":
+                    self.rehearse()
+                self._get_ready(payload)  # with the settings they carry (ADR 0046)
                 continue
             # The run is charged from here: what this process spent before (starting,
             # rehearsing) is nobody's. Sent with the first step (``_protocol.py``).
@@ -192,8 +188,9 @@ class _Worker:
     def _get_ready(self, payload: bytes) -> None:
         """A run with these settings is coming (``N``), or the latest run had them (``R``):
         make its engine now, before the request (ADR 0046). Once, and only in the context
-        no run has entered; anything amiss leaves it to the start request, as before."""
-        if self._prepared is None or self._ready is not None:
+        no run has entered; none given, or anything amiss, leaves it to the start request,
+        as before."""
+        if not payload or self._prepared is None or self._ready is not None:
             return
         try:
             settings = json.loads(payload)

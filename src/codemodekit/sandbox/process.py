@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import json
 import logging
 import time
@@ -74,8 +75,6 @@ class _NeverTaken(Exception):
 
 START_ATTEMPTS = 3
 """Workers a run's start request is offered to when each dies before taking it."""
-SETTINGS_KEPT = 16
-"""Run settings a sandbox keeps encoded for announcing (ADR 0046)."""
 
 
 class ProcessSandbox:
@@ -87,9 +86,6 @@ class ProcessSandbox:
         self.options = options
         self._shared = shared
         self._pool = shared_pool(options) if shared else WorkerPool(options)
-        self._settings: dict[tuple[Limits, bool], bytes] = {}
-        """Run settings as announced to workers, made once (a ``CodeMode`` has one set of
-        limits)."""
 
     def start(self) -> None:
         """Start the zygote and warm workers now rather than at the first run."""
@@ -102,14 +98,7 @@ class ProcessSandbox:
         """A run with these limits has started (``stream``: its console entries are
         followed): the worker it will be handed may start waking (ADR 0043) and make the
         run's engine (ADR 0046)."""
-        key = (limits, stream)
-        settings = self._settings.get(key)
-        if settings is None:
-            if len(self._settings) >= SETTINGS_KEPT:
-                self._settings.clear()
-            text = json.dumps({"limits": limits.to_json(), "stream": stream})
-            settings = self._settings[key] = text.encode()
-        self._pool.expect_run(settings)
+        self._pool.expect_run(_announcement(limits, stream))
 
     def containment(self) -> dict[str, str]:
         """Start the zygote now (blocking) and say which containment layers its workers
@@ -182,6 +171,13 @@ class ProcessSandbox:
             self._pool.release(worker, limits.memory_bytes, reusable=reusable, caller=caller)
         worker_cpu_ms = channel.worker_cpu_s * 1000 if channel is not None else 0.0
         return dataclasses.replace(outcome, queue_ms=queue_ms, worker_cpu_ms=worker_cpu_ms)
+
+
+@functools.lru_cache(maxsize=16)  # a ``CodeMode`` has one set of limits
+def _announcement(limits: Limits, stream: bool) -> bytes:
+    """A run's settings as announced to workers: its limits as the start request carries
+    them, and whether its logs stream (ADR 0046)."""
+    return json.dumps({"limits": limits.to_json(), "stream": stream}).encode()
 
 
 def _shared_program(payload: bytes) -> tuple[str, int] | None:
