@@ -12,8 +12,9 @@ run's requests (as the worker reports it) and of the zygote's CPU (from ``/proc`
 by the runs of the sample). Under the back-to-back rows, the machine's CPU per run: the
 busy time of every CPU (``/proc/stat``, all processes: server, zygote, workers, kernel) over
 as many runs again with nothing else measured, divided by the runs; back to back, a run can
-take no less wall time than that divided by the CPUs. Then this tree's lockdown cost per worker (``bench_containment``). Linux only;
-asserts nothing.
+take no less wall time than that divided by the CPUs. Then this tree's lockdown cost per worker (``bench_containment``) and the
+machine's floor for a CPython process per run (``machine_floors``). Linux only; asserts
+nothing.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ SCRIPT_200 = "\n".join(
     [f"const v{i}: number = {i} * 2 + (typeof tools === 'object' ? 1 : 0);" for i in range(199)]
     + ["return v198;"]
 )
+BURST = 8
+"""Runs back to back after a pause: fewer than the warm set, so none waits for a refill."""
 CALLS_30 = "for (let i = 0; i < 30; i++) { await tools.b.anoop({}); }\nreturn 1;"
 FRESH = (
     "import asyncio\n"
@@ -144,6 +147,10 @@ async def _child(quick: bool) -> dict[str, Any]:
         for _ in range(n):
             await sample("trivial run (return 1)", ["return 1;"], cm)
         await machine_cpu("trivial run (return 1)", "return 1;", n, 0.0, cm)
+        for _ in range(n // BURST):
+            await asyncio.sleep(0.3)  # ready workers again: a burst takes no refill's CPU
+            for _ in range(BURST):
+                await sample(f"trivial run, back to back in bursts of {BURST}", ["return 1;"], cm)
         for _ in range(n // 2):
             await asyncio.sleep(0.02)  # an agent's pace: the warm set refills in between
             await sample("trivial run, runs 20 ms apart", ["return 1;"], cm)
@@ -253,6 +260,10 @@ def main() -> None:
 
     print("lockdown cost per worker (this tree):")
     bench_containment._lockdown_rows()
+    from benchmarks import machine_floors
+
+    print("the machine's floor for one CPython process per run:")
+    machine_floors.single_use_row()
 
 
 if __name__ == "__main__":

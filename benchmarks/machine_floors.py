@@ -2,7 +2,7 @@
 
 python -m benchmarks.machine_floors
 
-Three rows, each printed by ``bench_engine`` too:
+Four rows, the first three printed by ``bench_engine`` too, the last by ``bench_contained``:
 
 - a socket round trip between two bare processes, with the receiver sleeping in ``recv`` or
   polling (what waking a sleeping process costs here: why a worker polls, ADR 0042);
@@ -12,22 +12,35 @@ Three rows, each printed by ``bench_engine`` too:
 - the least one awaited call can take in process mode: an asyncio host that does no work of
   its own (it reads a frame and answers it) facing a process that polls and spends the
   engine's per-call CPU before each answer. No host code, validation or policy can make a
-  call faster than this on this machine.
+  call faster than this on this machine;
+- the least a run can cost when each run has a CPython process of its own (issue 19): a
+  process prepared as the zygote is (``_warm_up``, both contexts, every query, frozen, one
+  thread) forks a process per run, ahead of it, as the pool does; that process waits for a
+  byte, evaluates ``1`` through the engine binding, answers and exits. No lockdown, no
+  protocol, no server, no run state: the fork, the copy-on-write faults of the least a
+  run touches, and the exit. Back to back, a run takes no less wall time than the machine's
+  CPU per run divided by its CPUs. Measured in a fresh interpreter of its own (the fork
+  needs one thread); an internal measurement.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
+import json
 import os
 import socket
 import statistics
+import subprocess
+import sys
 import time
 
 from codemodekit.compiler.compile import CodeCompiler
 from codemodekit.limits import Limits
 from codemodekit.sandbox._engine import Engine
 from codemodekit.sandbox._watchdog import CpuOnly
-from codemodekit.sandbox._worker import _prepared_context, _warm_up
+from codemodekit.compiler.query import compile_next_group
+from codemodekit.sandbox._worker import _bare_fork, _prepared_context, _single_threaded, _warm_up
 from codemodekit.sandbox._workers import main_thread_stack_cap
 
 POLL_S = 200e-6
@@ -155,6 +168,95 @@ def call_floor_us(spend_us: float, calls: int = 3000, rounds: int = 5) -> tuple[
     return statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples)
 
 
+def _machine_busy_s() -> float:
+    """Busy time of every CPU since boot (``/proc/stat``), in seconds."""
+    with open("/proc/stat", "rb") as stat:
+        ticks = [int(v) for v in stat.readline().split()[1:]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def _single_use_runs(runs: int) -> dict[str, float]:
+    """In a fresh interpreter: the zygote's preparation, then ``runs`` single-use processes."""
+    compiler = CodeCompiler()
+    context, _port = _warm_up(compiler)
+    _spare = _prepared_context()
+    while compile_next_group():
+        pass
+    _single_threaded()  # stops the binding's idle thread
+    if not _single_threaded():
+        raise SystemExit("the single-use floor needs a process with one thread")
+    gc.collect()
+    gc.freeze()
+
+    def fork_one() -> tuple[int, socket.socket]:
+        ours, theirs = socket.socketpair()
+        pid = _bare_fork()
+        if pid == 0:
+            try:
+                ours.close()
+                theirs.recv(1)
+                theirs.send(str(context.eval("1")).encode())
+            finally:
+                os._exit(0)
+        theirs.close()
+        return pid, ours
+
+    walls = []
+    ahead = fork_one()
+    busy, times = _machine_busy_s(), os.times()
+    for _ in range(runs):
+        (pid, sock), started = ahead, time.perf_counter()
+        sock.send(b"x")
+        if sock.recv(16) != b"1":
+            raise SystemExit("a single-use process did not answer")
+        walls.append((time.perf_counter() - started) * 1000)
+        sock.close()
+        os.waitpid(pid, 0)
+        ahead = fork_one()
+    busy, after = _machine_busy_s() - busy, os.times()
+    ahead[1].close()
+    os.waitpid(ahead[0], 0)
+    return {
+        "wall_ms": statistics.median(walls),
+        "machine_ms": busy / runs * 1000,
+        "parent_ms": (after.user + after.system - times.user - times.system) / runs * 1000,
+        "children_ms": (
+            after.children_user
+            + after.children_system
+            - times.children_user
+            - times.children_system
+        )
+        / runs
+        * 1000,
+    }
+
+
+def single_use_floor(runs: int = 2000) -> dict[str, float]:
+    """The single-use floor (module docstring), measured in a child interpreter: the median
+    wall time of a run's exchange, and per run the machine's CPU (every process), the
+    forking process's and the single-use processes' (ms)."""
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.machine_floors", "--single-use", str(runs)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    result: dict[str, float] = json.loads(out.splitlines()[-1])
+    return result
+
+
+def single_use_row(runs: int = 2000) -> None:
+    floor, cpus = single_use_floor(runs), os.cpu_count() or 1
+    print(
+        f"  floor: a CPython process per run (fork from a prepared zygote, eval '1' through "
+        f"the binding, exit; no lockdown, protocol or server; internal measurement): "
+        f"exchange {floor['wall_ms']:.2f} ms wall; per run, machine CPU "
+        f"{floor['machine_ms']:.2f} ms (forking process {floor['parent_ms']:.2f}, "
+        f"single-use process {floor['children_ms']:.2f}); / {cpus} CPUs = "
+        f"{floor['machine_ms'] / cpus:.2f} ms"
+    )
+
+
 def floor_rows() -> None:
     for polls, what in ((False, "the receiver sleeps"), (True, "the receiver polls")):
         wall, cpu = _round_trip_us(polls)
@@ -175,4 +277,8 @@ def floor_rows() -> None:
 
 
 if __name__ == "__main__":
-    floor_rows()
+    if sys.argv[1:2] == ["--single-use"]:
+        print(json.dumps(_single_use_runs(int(sys.argv[2]))))
+    else:
+        floor_rows()
+        single_use_row()
