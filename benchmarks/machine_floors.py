@@ -36,10 +36,10 @@ import sys
 import time
 
 from codemodekit.compiler.compile import CodeCompiler
+from codemodekit.compiler.query import compile_next_group
 from codemodekit.limits import Limits
 from codemodekit.sandbox._engine import Engine
 from codemodekit.sandbox._watchdog import CpuOnly
-from codemodekit.compiler.query import compile_next_group
 from codemodekit.sandbox._worker import _bare_fork, _prepared_context, _single_threaded, _warm_up
 from codemodekit.sandbox._workers import main_thread_stack_cap
 
