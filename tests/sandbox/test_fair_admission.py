@@ -222,3 +222,32 @@ async def test_runs_without_a_caller_may_use_the_whole_pool() -> None:
             assert all(r.ok for r in await asyncio.gather(*runs))
     finally:
         box.close()
+
+
+async def test_the_queue_bound_holds_for_runs_that_could_have_run_at_once() -> None:
+    # A run that fits the budget and its caller's share is queued without the full-queue
+    # check; while a bigger run ahead of it waits for memory, it waits too, and the bound
+    # must hold for it like any other: one per caller, any number of callers.
+    from codemodekit.sandbox.admission import AdmissionPolicy, AdmissionRefused, FairAdmission
+
+    admission = FairAdmission(
+        AdmissionPolicy(
+            slots=8,
+            memory_budget=100,
+            max_queued=1,
+            per_caller_runs=8,
+            per_caller_queued=1,
+            queue_timeout_s=HANG_GUARD_S,
+        )
+    )
+    await admission.admit("running", 60)
+    big = asyncio.ensure_future(admission.admit("big", 60))  # waits for memory: queue full
+    await asyncio.sleep(0)
+    small = [asyncio.ensure_future(admission.admit(f"small-{i}", 10)) for i in range(6)]
+    await asyncio.wait(small, timeout=HANG_GUARD_S, return_when=asyncio.ALL_COMPLETED)
+    try:
+        assert admission.queued <= 1
+        assert all(isinstance(t.exception(), AdmissionRefused) for t in small)
+    finally:
+        for task in (big, *small):
+            task.cancel()

@@ -107,6 +107,12 @@ class FairAdmission:
             self._dispatch_locked(waiter)
             if waiter.admitted:
                 return
+            if self._queued > self.policy.max_queued and not self._evict_for_locked(state):
+                # It might have run now, but a run ahead of it waits for memory: it waits
+                # too, and the queue's bound holds for it like any other.
+                self._unqueue_locked(waiter)
+                self._rejected += 1
+                raise AdmissionRefused(self._queue_full())
         try:
             async with asyncio.timeout(self.policy.queue_timeout_s):
                 await waiter.future
@@ -145,13 +151,16 @@ class FairAdmission:
                 f"flight and {len(state.waiting)} waiting (its share); retry later"
             )
         if self._queued >= policy.max_queued and not self._evict_for_locked(state):
-            return (
-                f"the server is busy: {self._in_flight} runs are in flight and "
-                f"{self._queued} are queued (max_queued_runs); retry later"
-            )
+            return self._queue_full()
         state.waiting.append(waiter)
         self._queued += 1
         return None
+
+    def _queue_full(self) -> str:
+        return (
+            f"the server is busy: {self._in_flight} runs are in flight and "
+            f"{self._queued} are queued (max_queued_runs); retry later"
+        )
 
     def _run_share(self, state: _Caller) -> int:
         return self.policy.slots if state.anonymous else self.policy.per_caller_runs
@@ -181,7 +190,7 @@ class FairAdmission:
             "the server is busy: this client has the most runs queued and another client's "
             "run took this one's place; retry later"
         )
-        victim.loop.call_soon_threadsafe(_wake, victim.future)
+        _wake_on(victim.loop, victim.future)
         return True
 
     def _dispatch_locked(self, arriving: _Waiter | None = None) -> None:
@@ -201,12 +210,16 @@ class FairAdmission:
                 return
             waiter = best.waiting.popleft()
             self._queued -= 1
+            # Woken before it is counted, under the lock its ``admit`` takes to look.
+            if waiter is not arriving and not _wake_on(waiter.loop, waiter.future):
+                # Its loop was closed while it waited: nobody awaits it, and a slot given
+                # to it would never come back.
+                self._forget_locked(waiter.caller)
+                continue
             best.in_flight += 1
             self._in_flight += 1
             self._reserved += waiter.need
             waiter.admitted = True
-            if waiter.loop is not None and waiter is not arriving:
-                waiter.loop.call_soon_threadsafe(_wake, waiter.future)
 
     def _release_locked(self, key: str, need: int) -> None:
         state = self._callers.get(key)
@@ -234,6 +247,15 @@ class FairAdmission:
 def _wake(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
+
+
+def _wake_on(loop: asyncio.AbstractEventLoop, future: asyncio.Future[None]) -> bool:
+    """Wake ``future`` on its loop; ``False`` when that loop is closed."""
+    try:
+        loop.call_soon_threadsafe(_wake, future)
+    except RuntimeError:
+        return False
+    return True
 
 
 __all__ = ["AdmissionPolicy", "AdmissionRefused", "FairAdmission"]

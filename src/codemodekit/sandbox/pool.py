@@ -108,10 +108,15 @@ class Worker:
         if self.dead:
             return
         self.dead = self.killed = True
-        with contextlib.suppress(OSError):
-            os.kill(self.pid, signal.SIGKILL)
+        self.end_process()
         with contextlib.suppress(OSError):
             self.sock.close()
+
+    def end_process(self) -> None:
+        """SIGKILL only: the socket stays open, so a run's channel reads its end and ends
+        the run (``SANDBOX_CRASHED``) rather than waiting on a descriptor closed under it."""
+        with contextlib.suppress(OSError):
+            os.kill(self.pid, signal.SIGKILL)
 
     def usable(self) -> bool:
         """Alive as far as its socket tells: nobody watches an idle worker, so one that died
@@ -245,7 +250,12 @@ class WorkerPool:
                         with self._lock:
                             self._spawning -= 1
                             self._hand_on_locked(worker)
-                except PoolFailure as failure:
+                except Exception as exc:  # the refiller outlives any one refill
+                    failure = (
+                        exc
+                        if isinstance(exc, PoolFailure)
+                        else PoolFailure(f"could not start a sandbox worker: {exc}")
+                    )
                     for pid, sock in started:
                         with contextlib.suppress(OSError):
                             os.kill(pid, signal.SIGKILL)
@@ -376,6 +386,8 @@ class WorkerPool:
     async def _take_worker(self) -> Worker:
         loop = asyncio.get_running_loop()
         with self._lock:
+            if self._closed:  # admitted as the pool closed: no worker will come
+                raise PoolFailure("the sandbox pool is closed")
             while self._idle:
                 # Least recently parked first.
                 worker = self._idle.popleft()
@@ -515,15 +527,21 @@ class WorkerPool:
             worker.kill()
 
     def close(self) -> None:
-        """Stop every worker and the zygote. Runs in flight end with ``SANDBOX_CRASHED``."""
+        """Stop every worker and the zygote. Runs in flight end with ``SANDBOX_CRASHED``
+        (their channels read their workers' sockets close), runs waiting for a worker with
+        an internal failure, and later runs are refused."""
         with self._lock:
             self._closed = True
-            workers = [*self._idle, *self._busy, *self._ending]
+            unleased = [*self._idle, *self._ending]
+            leased = list(self._busy)
             self._idle.clear()
             self._ending.clear()
+            self._fail_wanting_locked(PoolFailure("the sandbox pool is closed"))
         self._refill_wanted.set()
-        for worker in workers:
+        for worker in unleased:
             worker.kill()
+        for worker in leased:
+            worker.end_process()  # its run's release closes the socket
         self._zygote.stop()
 
 

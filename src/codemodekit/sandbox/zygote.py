@@ -178,7 +178,7 @@ class Zygote:
         with self._lock:
             for attempt in (1, 2):
                 control = self._control or self._start()  # PoolFailure when refused
-                pairs = [socket.socketpair() for _ in range(count)]
+                pairs = _socket_pairs(count)
                 try:
                     control.settimeout(SPAWN_S)
                     for _ours, theirs in pairs:
@@ -218,6 +218,21 @@ class Zygote:
                 process.kill()
         with self._lock:
             self._stop_locked()
+
+
+def _socket_pairs(count: int) -> list[tuple[socket.socket, socket.socket]]:
+    """``count`` socket pairs, or none and ``PoolFailure`` (out of descriptors: the server's
+    own state, not the zygote's)."""
+    pairs: list[tuple[socket.socket, socket.socket]] = []
+    try:
+        for _ in range(count):
+            pairs.append(socket.socketpair())
+    except OSError as exc:
+        for ours, theirs in pairs:
+            ours.close()
+            theirs.close()
+        raise PoolFailure(f"no socket for a new sandbox worker: {exc}") from None
+    return pairs
 
 
 def recv_exactly(sock: socket.socket, size: int) -> bytes:
