@@ -259,6 +259,18 @@ HOSTILE: dict[str, bytes] = {
     "calls step that is not UTF-8": frame(b"C", struct.pack(">d", 0.1) + b"\xff\xfe"),
     "step whose header is not JSON": frame(b"P", b"{nope\n\n"),
     "step without its CPU time": frame(b"P", b"{}\n\n"),
+    # Headers that are JSON but not the object a step's header is, or hold values no
+    # float or int can be.
+    "step whose header is a list": frame(b"P", b"[1]\n\n"),
+    "step whose header is a string": frame(b"P", b'"u"\n\n'),
+    "step whose header is a number": frame(b"P", b"1\n\n"),
+    "step whose header is null": frame(b"P", b"null\n\n"),
+    "step with a CPU time beyond a float": frame(b"P", b'{"u": 1' + b"0" * 400 + b"}\n\n"),
+    "step with an infinite resident size": frame(b"P", b'{"u": 0.2, "r": 1e400}\n\n'),
+    "step with an infinite compute time": frame(b"P", b'{"u": 0.2, "m": 1' + b"0" * 400 + b"}\n\n"),
+    "step whose diagnostic is a number": frame(b"P", b'{"u": 0.2, "d": true, "g": 5}\n\n'),
+    "step whose log entry is a number": frame(b"P", b'{"u": 0.2, "l": [5]}\n\n'),
+    "step whose logs are a number": frame(b"P", b'{"u": 0.2, "l": 5}\n\n'),
 }
 
 #: Start answers whose time the run was taken is not a plain number of seconds from 0 up
@@ -359,3 +371,40 @@ async def test_a_worker_gone_from_proc_mid_slice_crashed_rather_than_ran_out_of_
     assert step.done and step.diagnostic is not None
     assert step.diagnostic.code is ErrorCode.SANDBOX_CRASHED
     assert worker.killed
+
+
+async def test_a_last_step_sent_as_the_cpu_check_comes_due_is_the_runs_outcome(
+    pair: _Pair,
+) -> None:
+    # On a loaded machine the loop can wake late, with the CPU backstop's check due in the
+    # same turn as something else, during which the worker sends its last step and exits.
+    # The check then runs before the reader: what the worker said must win over "gone
+    # from /proc" (or over a CPU time past the allowance, for the same reason).
+    loop = asyncio.get_running_loop()
+    step, channel = await _start_channel(
+        pair, started(0.125, CALL), limits=Limits(compute_time_ms=1)
+    )
+    try:
+        assert step.call_lines == [CALL]
+        settled = asyncio.ensure_future(channel.settle("[1,1,1]"))
+        assert (await loop.sock_recv(pair.theirs, 1 << 16))[4:5] in (b"T", b"W")
+        check = channel._timer
+        assert check is not None
+        due = check.when()
+
+        def busy_until_due() -> None:  # the loop busy elsewhere until the check is due
+            while loop.time() <= due:
+                pass
+
+        def worker_finishes() -> None:  # in the check's own turn, just before it
+            pair.theirs.sendall(frame(b"P", b'{"u": 0.2, "d": true, "o": true}\n7'))
+            pair.process.kill()
+            pair.process.wait()
+
+        loop.call_at(due - 0.02, busy_until_due)
+        loop.call_at(due - 1e-6, worker_finishes)
+        step = await asyncio.wait_for(settled, HANG_GUARD_S)
+    finally:
+        channel.detach()
+    assert step.done and step.diagnostic is None, step.diagnostic
+    assert step.ok and step.value_json == "7"

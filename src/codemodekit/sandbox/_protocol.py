@@ -103,6 +103,8 @@ def decode_step(payload: bytes) -> tuple[Step, float, int, float | None]:
         text = payload.decode("utf-8", "surrogatepass")
         head, value, *calls = text.split("\n")
         header = json.loads(head)
+        if not isinstance(header, dict):
+            raise ValueError("the step's header is not an object")
         step = Step(
             call_lines=calls,
             done=bool(header.get("d", False)),
@@ -121,7 +123,7 @@ def decode_step(payload: bytes) -> tuple[Step, float, int, float | None]:
             raise ValueError("the time the run was taken is not a number")
         taken_s = None if taken is None else float(taken)
         return step, float(header["u"]), int(header.get("r", 0)), taken_s
-    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError) as exc:
         raise ProtocolFault(f"malformed step: {exc!r:.200}") from None
 
 

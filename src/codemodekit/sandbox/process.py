@@ -5,8 +5,8 @@ QuickJS's time limit ends ordinary code in the worker, and when a slice runs pas
 budget anyway (a native that never polls the limit, such as ``reverse`` on an object of
 length 2³¹) the server reads the worker's CPU time and kills it. Cancellation and the wall
 limit kill a worker whose slice is running; a worker that is only awaiting tools is told to
-drop the run and serves the next. A worker that dies on its own fails only its run, with
-``SANDBOX_CRASHED``. The pool is replaced workers at once (see ``pool.py``, ADR 0018).
+drop the run (it exits, and the pool kills it). A worker that dies on its own fails only its
+run, with ``SANDBOX_CRASHED``. Every worker hosts one run (``pool.py``, ADR 0028).
 """
 
 from __future__ import annotations
@@ -260,7 +260,11 @@ class _ProcessChannel:
                 # Killed while idle, after its last check: no part of the run happened there.
                 log.info("sandbox worker %s died before taking a run", self._worker.pid)
                 self.detach()
-                self._worker = await self._pool.replace(self._worker)
+                try:
+                    self._worker = await self._pool.replace(self._worker)
+                except PoolFailure as failure:  # closed meanwhile, or no worker starts
+                    self.reusable = False
+                    return self._end(internal_failure(str(failure)))
                 self._buffer.clear()
                 self.reusable = True
                 self._fd = self._worker.sock.fileno()
@@ -357,10 +361,18 @@ class _ProcessChannel:
         worker, pending = self._worker, self._pending
         if pending is None or pending.done() or worker.dead:
             return  # the next request arms a new timer
+        # What the worker said first: its last step, or its socket's end, may be waiting
+        # unread in this very turn while its process has exited or its CPU time has
+        # passed the allowance since (this timer ran before the reader).
+        if self._drain(pending):
+            return
         cpu = process_cpu_s(worker.pid)
         if cpu is None:
-            # Gone from /proc before its socket said so: it crashed (or was killed from
-            # outside) mid-slice; that is not its run's compute.
+            # Gone from /proc: whatever it wrote, and its socket's end, can be read now.
+            if self._drain(pending):
+                return
+            # Nothing: it crashed (or was killed from outside) mid-slice, and another
+            # process holds its socket; that is not its run's compute.
             self._fail_worker()
             pending.set_exception(_WorkerLost(_lost("the worker process vanished", worker=worker)))
             return
@@ -375,21 +387,29 @@ class _ProcessChannel:
         pending.set_exception(_WorkerLost(compute_limit(self._limits)))
 
     # -- the worker's socket ------------------------------------------------------------------
-    def _on_readable(self) -> None:
+    def _drain(self, pending: ResumingFuture[tuple[bytes, bytes]]) -> bool:
+        """Read what the worker has written, now; whether ``pending`` has its answer (or
+        the worker is gone) after it."""
+        while not pending.done() and not self._worker.dead and self._on_readable():
+            pass
+        return pending.done() or self._worker.dead
+
+    def _on_readable(self) -> bool:
+        """Read once from the worker's socket; whether anything was read."""
         worker = self._worker
         received = self._received
         try:
             size = worker.sock.recv_into(received)
         except (BlockingIOError, InterruptedError):
-            return
+            return False
         except ConnectionResetError:
             self._on_closed(unread=True)  # it died with a request unread
-            return
+            return False
         except OSError:
             size = 0
         if not size:
             self._on_closed(unread=False)
-            return
+            return False
         buffer = self._buffer
         if buffer:
             buffer += memoryview(received)[:size]
@@ -399,6 +419,7 @@ class _ProcessChannel:
         pending = self._pending
         if pending is not None:
             pending.wake()  # the run goes on in this turn of the loop
+        return True
 
     def _take(self, data: bytearray, size: int) -> None:
         """Deliver the whole frames at the start of ``data[:size]`` and keep the rest in
@@ -482,7 +503,8 @@ class _ProcessChannel:
     # -- stopping ---------------------------------------------------------------------------
     def stop(self) -> None:
         """The run ended early (cancelled, wall limit). A running slice is killed at once;
-        a worker that only awaits tools drops the run and stays in the pool."""
+        a worker that only awaits tools is told to drop the run (``X``): it exits, and its
+        release kills it all the same."""
         if self._in_slice:
             self._fail_worker()
             pending = self._pending
