@@ -60,12 +60,22 @@ async def _until(predicate: Callable[[], bool]) -> None:
             await asyncio.sleep(0.005)
 
 
+def _cpu_ticks(pid: int) -> int:
+    with open(f"/proc/{pid}/stat", "rb") as stat:
+        fields = stat.read().rsplit(b")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
 async def test_closing_the_pool_ends_a_running_slice_as_a_crash() -> None:
     box = ProcessSandbox(RuntimeOptions(warm_workers=1), shared=False)
     gate, started = asyncio.Event(), asyncio.Event()
     async with _code_mode(box, _tools(gate, started), compute_time_ms=600_000) as cm:
-        run = asyncio.ensure_future(cm.run("for (;;) {}"))
-        await _until(lambda: bool(box.busy_pids()))
+        run = asyncio.ensure_future(cm.run("await tools.app.wait({});\nfor (;;) {}"))
+        await started.wait()  # the worker took the run
+        (pid,) = box.busy_pids()
+        ticks = _cpu_ticks(pid)
+        gate.set()
+        await _until(lambda: _cpu_ticks(pid) > ticks + 2)  # its loop is running
         box.close()
         async with asyncio.timeout(HANG_GUARD_S):
             result = await run
