@@ -143,16 +143,23 @@ class Diagnostic:
     def __post_init__(self) -> None:
         # Every field is bounded where it is made, so no echo of it can grow past the
         # result bound (a tool named 'x'.repeat(1 << 20) gave a 1 MiB `tool` field).
+        # And well-formed: a lone surrogate (a tool's error text, an upstream's JSON
+        # `"\ud800"`) cannot be encoded as UTF-8, and a reply that carries one fails to
+        # serialize (over stdio, the MCP server's writer died with it).
         for name, limit in _BOUNDS:
             value = getattr(self, name)
-            if isinstance(value, str) and len(value) > limit:
-                object.__setattr__(self, name, clip(value, limit))
+            if isinstance(value, str) and (len(value) > limit or _SURROGATE.search(value)):
+                object.__setattr__(self, name, clip(well_formed(value), limit))
         details = self.details
         if details and (
             len(details) > MAX_DETAILS
             or any(
                 len(str(key)) > MAX_DETAIL_KEY_CHARS
-                or (isinstance(value, str) and len(value) > MAX_DETAIL_VALUE_CHARS)
+                or _SURROGATE.search(str(key))
+                or (
+                    isinstance(value, str)
+                    and (len(value) > MAX_DETAIL_VALUE_CHARS or _SURROGATE.search(value))
+                )
                 or not isinstance(value, str | int | float | bool | type(None))
                 for key, value in details
             )
@@ -187,6 +194,30 @@ MAX_DETAILS = 16
 MAX_DETAIL_KEY_CHARS = 64
 MAX_DETAIL_VALUE_CHARS = 300
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_surrogates(value: Any) -> bool:
+    """Whether any string in ``value`` (keys too) holds a lone surrogate."""
+    if isinstance(value, str):
+        return _SURROGATE.search(value) is not None
+    if isinstance(value, list | tuple):
+        return any(has_surrogates(v) for v in value)
+    if isinstance(value, dict):
+        return any(has_surrogates(k) or has_surrogates(v) for k, v in value.items())
+    return False
+
+
+def well_formed(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (keys too) replaced by U+FFFD:
+    JSON allows ``"\\ud800"``, UTF-8 does not."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [well_formed(v) for v in value]
+    if isinstance(value, dict):
+        return {well_formed(k): well_formed(v) for k, v in value.items()}
+    return value
 
 
 def _detail_value(value: Any) -> Any:
@@ -201,7 +232,7 @@ def _detail_value(value: Any) -> Any:
             value = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
         except (TypeError, ValueError, RecursionError):
             value = type(value).__name__
-    text = _CONTROL.sub(" ", value)
+    text = _CONTROL.sub(" ", well_formed(value))
     if len(text) > MAX_DETAIL_VALUE_CHARS:
         text = text[: MAX_DETAIL_VALUE_CHARS - 1] + "…"
     return text
@@ -214,7 +245,7 @@ def bounded_details(details: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
     for key, value in details.items():
         if len(out) >= MAX_DETAILS:
             break
-        name = _CONTROL.sub(" ", str(key))[:MAX_DETAIL_KEY_CHARS]
+        name = _CONTROL.sub(" ", well_formed(str(key)))[:MAX_DETAIL_KEY_CHARS]
         if name:
             out.append((name, _detail_value(value)))
     return tuple(out)

@@ -19,9 +19,9 @@ from typing import Any
 import quickjs
 
 from codemodekit.compiler.location import user_location
-from codemodekit.errors import Diagnostic, ErrorCode, Location, new_correlation_id
+from codemodekit.errors import Diagnostic, ErrorCode, Location, new_correlation_id, well_formed
 from codemodekit.limits import Limits
-from codemodekit.sandbox._step import Step, loads, well_formed
+from codemodekit.sandbox._step import Step, loads
 from codemodekit.sandbox._warm import prelude_source as prelude_source
 from codemodekit.sandbox._warm import prepare_context
 from codemodekit.sandbox._watchdog import WATCHDOG, Slice, Watchdog

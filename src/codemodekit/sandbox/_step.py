@@ -11,11 +11,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from codemodekit.errors import Diagnostic, ErrorCode
+from codemodekit.errors import Diagnostic, ErrorCode, well_formed
 from codemodekit.nesting import NESTING_HINT
 from codemodekit.sandbox.base import LogEntry
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,17 +53,6 @@ class Step:
     compile_ms: float = 0.0
     warnings: tuple[str, ...] = ()
     """Hints about likely mistakes (a forgotten ``await``), from the prelude."""
-
-
-def well_formed(value: Any) -> Any:
-    """Replace lone surrogates (JSON allows ``\\ud800``; UTF-8 does not)."""
-    if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
-    if isinstance(value, list):
-        return [well_formed(v) for v in value]
-    if isinstance(value, dict):
-        return {well_formed(k): well_formed(v) for k, v in value.items()}
-    return value
 
 
 _scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
@@ -120,7 +107,9 @@ def _tool_call(line: str) -> ToolCall | None:
         head = _CALL_HEAD.match(line)
         if head is None:  # pragma: no cover - the prelude always writes this shape
             return None
-        source, tool = json.loads(head.group(2)), json.loads(head.group(3))
+        # Model-written names, decoded here without the sandbox's own replacement.
+        source = well_formed(json.loads(head.group(2)))
+        tool = well_formed(json.loads(head.group(3)))
         return ToolCall(int(head.group(1)), source, tool, None, f"the arguments nest {TOO_DEEP}")
     if isinstance(c, list) and len(c) == 4:
         return ToolCall(int(c[0]), str(c[1]), str(c[2]), c[3])

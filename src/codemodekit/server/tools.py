@@ -38,7 +38,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
 from codemodekit.catalog.catalog import accessor
-from codemodekit.errors import Diagnostic, ErrorCode
+from codemodekit.errors import Diagnostic, ErrorCode, has_surrogates, well_formed
 from codemodekit.limits import Limits
 from codemodekit.nesting import NESTING_HINT, depth_exceeds
 from codemodekit.observe.tracing import incoming_context
@@ -192,7 +192,12 @@ def _logs_text(result: RunResult) -> str | None:
 
 
 def run_result_to_mcp(result: RunResult, code: str) -> types.CallToolResult:
-    """A ``RunResult`` as an MCP tool result (see the module docstring)."""
+    """A ``RunResult`` as an MCP tool result (see the module docstring), every text in it
+    well-formed (``code`` may be quoted in it)."""
+    return _well_formed_reply(_run_result_reply(result, code))
+
+
+def _run_result_reply(result: RunResult, code: str) -> types.CallToolResult:
     if result.ok and depth_exceeds(result.value):
         # `CodeMode.run` never returns one; a host-made RunResult must not crash the reply.
         result = dataclasses.replace(
@@ -233,7 +238,7 @@ def run_result_to_mcp(result: RunResult, code: str) -> types.CallToolResult:
 
 def _error(message: str) -> types.CallToolResult:
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=message)], is_error=True
+        content=[types.TextContent(type="text", text=well_formed(message))], is_error=True
     )
 
 
@@ -356,7 +361,7 @@ async def handle_run(
         session = ctx.session
 
         async def send(progress: float, message: str) -> None:
-            await session.report_progress(progress, None, message)
+            await session.report_progress(progress, None, well_formed(message))
 
         relay = ProgressRelay(send, max_events=code_mode.limits.progress_events)
     try:
@@ -391,10 +396,29 @@ async def handle_search(
         )
     except SearchError as exc:
         return _error(f"search_tools: {exc}")
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=response.to_text())],
-        structured_content=response.to_json(),
+    return _well_formed_reply(
+        types.CallToolResult(
+            content=[types.TextContent(type="text", text=response.to_text())],
+            structured_content=response.to_json(),
+        )
     )
+
+
+def _well_formed_reply(result: types.CallToolResult) -> types.CallToolResult:
+    """``result`` with no lone surrogate in any text it carries: the client's own code
+    echoed in a diagnostic, an upstream's text in a search. The SDK serializes the reply
+    after the handler returns, where a string UTF-8 cannot encode is no longer an error
+    the client sees: over stdio it ended the server's writer, and the server with it."""
+    content = [
+        block.model_copy(update={"text": well_formed(block.text)})
+        if isinstance(block, types.TextContent) and has_surrogates(block.text)
+        else block
+        for block in result.content
+    ]
+    structured = result.structured_content
+    if structured is not None and has_surrogates(structured):
+        structured = well_formed(structured)
+    return result.model_copy(update={"content": content, "structured_content": structured})
 
 
 # -- registration ------------------------------------------------------------------------------
