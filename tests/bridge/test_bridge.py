@@ -319,3 +319,24 @@ async def test_a_source_that_goes_down_mid_session_reports_unavailable() -> None
     assert result.diagnostic is not None
     assert result.diagnostic.code == ErrorCode.SOURCE_UNAVAILABLE
     assert "server went away" in result.diagnostic.message
+
+
+@pytest.mark.parametrize("queued", [1, 2, 3])
+async def test_a_queued_call_cancelled_as_a_slot_frees_ends_cancelled_and_keeps_the_count(
+    queued: int,
+) -> None:
+    # The holder releases in the very turn the queued calls are cancelled: release passes
+    # the cancelled waiters by, and each must still end with CancelledError (a ValueError
+    # replaced it), with every slot back.
+    from codemodekit.bridge.bridge import _Slots
+
+    slots = _Slots(1)
+    assert slots.take()
+    waiting = [asyncio.ensure_future(slots.acquire()) for _ in range(queued)]
+    await asyncio.sleep(0)  # each is queued
+    for task in waiting:
+        task.cancel()
+    slots.release()
+    outcomes = await asyncio.gather(*waiting, return_exceptions=True)
+    assert all(isinstance(o, asyncio.CancelledError) for o in outcomes), outcomes
+    assert slots.take() and not slots.take()  # exactly the one slot, free again

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import json
 import logging
 import re
@@ -160,7 +161,9 @@ class _Slots:
             if waiter.done() and not waiter.cancelled():
                 self.release()  # handed a slot as it was cancelled: pass it on
             else:
-                self._waiters.remove(waiter)
+                # Still queued, unless a release in the turn it was cancelled passed it by.
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(waiter)
             raise
 
     def release(self) -> None:
