@@ -284,3 +284,34 @@ def test_operator_flags_are_checked_before_starting(
     done = _run_cli("serve", "-c", str(config), *args)
     assert done.returncode == 2
     assert message in done.stderr
+
+
+def test_stateless_callers_are_their_peer_whatever_session_id_they_send(config: Path) -> None:
+    # No session exists in stateless mode to check a session id against: a client that
+    # sends a new one per request must not become a new caller (its own fair share each
+    # time, any name in the audit trail).
+    audit = config.parent / "audit.jsonl"
+    served = _start_http(config, "--stateless", "--audit", str(audit))
+    headers = {
+        "accept": "application/json, text/event-stream",
+        "content-type": "application/json",
+        "mcp-protocol-version": "2025-06-18",
+    }
+    try:
+        for number, session in enumerate(["forged-1", "forged-2", None], start=1):
+            call = {
+                "jsonrpc": "2.0",
+                "id": number,
+                "method": "tools/call",
+                "params": {"name": "run_typescript", "arguments": {"code": f"return {number};"}},
+            }
+            extra = {"mcp-session-id": session} if session else {}
+            reply = httpx.post(served.url, json=call, headers={**headers, **extra}, timeout=60)
+            assert reply.status_code == 200, reply.text
+    finally:
+        served.process.send_signal(signal.SIGTERM)
+        served.process.wait(timeout=60)
+    runs = [json.loads(line) for line in audit.read_text().splitlines()]
+    callers = {r["caller"] for r in runs if r["type"] == "run"}
+    assert len([r for r in runs if r["type"] == "run"]) == 3
+    assert callers == {"peer:127.0.0.1"}, callers

@@ -85,7 +85,9 @@ def http_app(
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         stateless_http=stateless,
     )
-    if not stateless:
+    if stateless:
+        app = _NoSessionHeader(app)
+    else:
         cap = (limits or HttpLimits()).max_sessions_per_client
         app = SessionCap(app, server, cap)  # behind auth: only callers that got in count
 
@@ -94,6 +96,23 @@ def http_app(
 
     app = ops.wrap(app, auth=auth) if ops is not None else auth(app)
     return LoopbackGuard(app) if is_loopback(host) else app
+
+
+class _NoSessionHeader:
+    """Stateless HTTP: a request's ``Mcp-Session-Id`` header is dropped before the SDK and
+    the handlers see it. No session exists to check it against, so a client could name a
+    new one per request, and be a new caller per request: a fair share of its own each
+    time (ADR 0030) and any name in the audit trail. Without it, the caller is the peer."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"mcp-session-id"]
+            if len(headers) != len(scope["headers"]):
+                scope = {**scope, "headers": headers}
+        await self._app(scope, receive, send)
 
 
 class _Lines:
