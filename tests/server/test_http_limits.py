@@ -9,6 +9,7 @@ its turn. Socket timeouts here are hang guards only; the assertions are on event
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -158,6 +159,16 @@ def test_one_client_holds_at_most_its_sessions(served: Served) -> None:
     )
     assert ended.status_code in (200, 204)
     assert _initialize(served.url).status_code == 200  # room again
+    assert "Traceback" not in "".join(served.lines.queue)
+
+
+def test_a_burst_of_session_opens_sent_at_once_still_holds_the_limit(served: Served) -> None:
+    # Checked when each answer starts, the count let every open of a burst pass (40 of 40).
+    with concurrent.futures.ThreadPoolExecutor(24) as pool:
+        replies = list(pool.map(_initialize, [served.url] * 24))
+    codes = [r.status_code for r in replies]
+    assert codes.count(200) <= 3, codes
+    assert set(codes) <= {200, 429}, codes
     assert "Traceback" not in "".join(served.lines.queue)
 
 

@@ -105,6 +105,9 @@ class SessionCap:
         self._server = server
         self._limit = limit
         self._sessions: dict[str, set[str]] = {}
+        self._opening: dict[str, int] = {}
+        """Requests that may open a session and have not answered yet, per client: they
+        count against the limit, or a burst sent at once would all pass it."""
 
     def _live(self) -> Any:
         manager = getattr(self._server, "_session_manager", None)
@@ -124,7 +127,8 @@ class SessionCap:
         held = self._sessions.setdefault(client, set())
         if live is not None:
             held.intersection_update(live)
-        if len(held) >= self._limit:
+        opening = self._opening.get(client, 0)
+        if len(held) + opening >= self._limit:
             response = JSONResponse(
                 {
                     "error": "too_many_sessions",
@@ -144,11 +148,17 @@ class SessionCap:
                         held.add(value.decode("latin-1"))
             await send(message)
 
+        self._opening[client] = opening + 1
         try:
             await self._app(scope, receive, watch)
         finally:
-            if not held:
-                self._sessions.pop(client, None)
+            left = self._opening[client] - 1
+            if left:
+                self._opening[client] = left
+            else:
+                del self._opening[client]
+                if not held:  # nothing of this client's is open or opening
+                    self._sessions.pop(client, None)
 
 
 def _header(scope: Scope, name: bytes) -> bytes | None:
