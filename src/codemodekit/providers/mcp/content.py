@@ -197,9 +197,11 @@ def error_text(result: types.CallToolResult, *, redact: Scrubber = NO_SECRETS) -
 
 
 def sanitize(text: str, limit: int, redact: Scrubber = NO_SECRETS) -> str:
-    """Secrets masked first, control characters removed, then bounded with a marker."""
-    text = redact(text)
+    """Control characters and escape sequences removed, then secrets masked (in that
+    order: removing them could join the pieces of a secret split by them), then bounded
+    with a marker."""
     text = _CONTROL.sub("", _ANSI.sub("", text))
+    text = redact(text)
     if len(text) > limit:
         text = text[: limit - 14] + " …(truncated)"
     return text

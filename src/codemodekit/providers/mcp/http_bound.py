@@ -35,6 +35,7 @@ from codemodekit.nesting import NESTING_HINT
 from codemodekit.providers.mcp.stdio import (
     _ID,
     LARGE_REPLY_BYTES,
+    OWN_ERROR_MARK,
     REPLY_TOO_DEEP,
     REPLY_TOO_LARGE,
     parse_line,
@@ -67,7 +68,11 @@ class LargeReplies:
 
 def _error_bytes(message_id: Any, code: int, text: str) -> bytes:
     return json.dumps(
-        {"jsonrpc": "2.0", "id": message_id, "error": {"code": code, "message": text}}
+        {
+            "jsonrpc": "2.0",
+            "id": message_id,
+            "error": {"code": code, "message": text, "data": OWN_ERROR_MARK},
+        }
     ).encode()
 
 

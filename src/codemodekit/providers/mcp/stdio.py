@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import secrets
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -42,6 +43,17 @@ REPLY_TOO_LARGE = -32098
 """JSON-RPC error code given to a request whose reply was over the line bound."""
 REPLY_TOO_DEEP = -32099
 """JSON-RPC error code given to a request whose result nests deeper than ``MAX_NESTING``."""
+OWN_ERROR_MARK = {"codemodekit": secrets.token_hex(16)}
+"""The ``data`` of the errors above: they are ours only with it. An upstream may answer
+with the same codes (JSON-RPC leaves -32000..-32099 to servers); it cannot know this
+process's mark, so its errors stay its own (``is_own_error``)."""
+
+
+def is_own_error(error: types.ErrorData, code: int) -> bool:
+    """``error`` is the bound's error ``code``, made in this process, not an upstream's."""
+    return error.code == code and error.data == OWN_ERROR_MARK
+
+
 LARGE_REPLY_BYTES = 1024 * 1024
 """A reply in progress past this size is reported through ``on_large``."""
 _EDGE = 256
@@ -103,7 +115,9 @@ class LineSplitter:
 
 def _error(message_id: Any, code: int, message: str) -> SessionMessage:
     error = types.JSONRPCError(
-        jsonrpc="2.0", id=message_id, error=types.ErrorData(code=code, message=message)
+        jsonrpc="2.0",
+        id=message_id,
+        error=types.ErrorData(code=code, message=message, data=OWN_ERROR_MARK),
     )
     return SessionMessage(error)
 

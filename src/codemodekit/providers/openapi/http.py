@@ -24,7 +24,8 @@ from urllib.parse import quote, unquote, urljoin
 import httpx
 
 from codemodekit.errors import ToolError
-from codemodekit.providers.base import CallContext, ResultTooLarge, ToolOutput
+from codemodekit.nesting import NESTING_HINT
+from codemodekit.providers.base import CallContext, ResultInvalid, ResultTooLarge, ToolOutput
 from codemodekit.providers.openapi.bodies import body_request
 from codemodekit.providers.openapi.operations import OperationPlan, origin_of
 from codemodekit.providers.openapi.parameters import Wire, serialize
@@ -279,6 +280,11 @@ def _is_json(media: str) -> bool:
     return media == "application/json" or media.endswith("+json")
 
 
+MAX_REASON = 100
+"""Most characters of an HTTP reason phrase shown."""
+_RETRY_AFTER = re.compile(r"\d{1,10}|[A-Za-z]{3}, \d{2} [A-Za-z]{3} \d{4} \d{2}:\d{2}:\d{2} GMT")
+
+
 def _is_text(media: str) -> bool:
     return media.startswith("text/") or media in _TEXT_TYPES or media.endswith("+xml")
 
@@ -297,6 +303,8 @@ async def _finish(
             value = json.loads(_text(data, charset))
         except ValueError:
             raise ToolError(f"{label}: the API sent invalid JSON") from None
+        except RecursionError:
+            raise ResultInvalid(f"{label}: the API's JSON {NESTING_HINT}") from None
         return ToolOutput(structured_content=scrub.value(value))
     if _is_text(media):
         return ToolOutput(content=({"type": "text", "text": scrub(_text(data, charset))},))
@@ -305,12 +313,18 @@ async def _finish(
             return ToolOutput(content=({"type": "text", "text": scrub(data.decode("utf-8"))},))
         except UnicodeDecodeError:
             media = "application/octet-stream"
-    encoded = base64.b64encode(data).decode()
+    # Bytes are scrubbed too: a body of any type may echo a credential (raw, or in any
+    # encoding the scrubber knows), and base64 would only hide it from a reader, not from
+    # the model. Byte for byte as Latin-1, so the rest of the data is unchanged; then the
+    # base64 text itself, for a secret that is not Latin-1.
+    encoded = scrub(base64.b64encode(scrub(data.decode("latin-1")).encode("latin-1")).decode())
     if media.startswith(("image/", "audio/")):
         return ToolOutput(
             content=({"type": media.split("/")[0], "mimeType": media, "data": encoded},)
         )
-    uri = str(response.request.url.copy_with(query=None, fragment=None))
+    # The path may be the upstream's choice (a redirect on the same origin), in any
+    # encoding: shown decoded, so that the scrubber sees what it encodes.
+    uri = scrub(unquote(str(response.request.url.copy_with(query=None, fragment=None))))
     return ToolOutput(
         content=(
             {"type": "resource", "resource": {"uri": uri, "mimeType": media, "blob": encoded}},
@@ -322,7 +336,9 @@ async def _raise_status(
     response: httpx.Response, label: str, context: CallContext, scrub: Scrubber
 ) -> None:
     status = response.status_code
-    reason = response.reason_phrase or ""
+    # The reason phrase is the upstream's text like the body: scrubbed, one line, bounded.
+    reason = re.sub(r"[\x00-\x1f\x7f]+", " ", scrub(response.reason_phrase or "")).strip()
+    reason = reason if len(reason) <= MAX_REASON else reason[: MAX_REASON - 1] + "…"
     excerpt = ""
     bound = min(context.max_result_bytes, 16 * 1024)
     try:
@@ -334,7 +350,7 @@ async def _raise_status(
         # Scrub before anything is cut; the read bound may itself have cut through a secret.
         text = scrub.mask_edges(scrub(_text(data, charset)), end=len(data) >= bound)
         if _is_json(media):
-            with contextlib.suppress(ValueError):
+            with contextlib.suppress(ValueError, RecursionError):
                 value = scrub.value(json.loads(text))  # strings decoded: escapes are gone
                 text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
         if media == "text/html":
@@ -350,6 +366,8 @@ async def _raise_status(
     if excerpt:
         message += f": {excerpt}"
     # Retry-After lets code that catches a 429/503 wait the right time.
-    retry_after = response.headers.get("retry-after", "")
-    details = {"retry_after": retry_after[:64]} if retry_after else None
+    # Only in one of the two forms the header has (seconds, or an HTTP date): any other
+    # value is the upstream's free text, which may carry anything.
+    retry_after = response.headers.get("retry-after", "").strip()
+    details = {"retry_after": retry_after} if _RETRY_AFTER.fullmatch(retry_after) else None
     raise ToolError(message, code=str(status), details=details)
