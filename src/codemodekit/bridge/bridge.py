@@ -17,7 +17,6 @@ import collections
 import contextlib
 import json
 import logging
-import re
 import time
 import types
 from collections.abc import Callable, Mapping
@@ -32,7 +31,13 @@ from codemodekit.bridge.policy import (
     decide,
     fixed_verdict,
 )
-from codemodekit.catalog.catalog import Catalog, ToolDefinition, accessor, tool_address
+from codemodekit.catalog.catalog import (
+    Catalog,
+    ToolDefinition,
+    accessor,
+    is_identifier,
+    tool_address,
+)
 from codemodekit.errors import (
     Diagnostic,
     ErrorCode,
@@ -72,7 +77,6 @@ def bounded(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
 
 
 _JSON_SCALARS = (str, int, bool, type(None))
-_KEY = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
 
 
 def non_json_path(value: Any, *, max_depth: int = 200) -> str | None:
@@ -94,7 +98,7 @@ def non_json_path(value: Any, *, max_depth: int = 200) -> str | None:
                 if not isinstance(key, (str, int, float, bool, type(None))):
                     return f"{path}: a key of type {type(key).__name__} is not JSON"
                 shown = str(key)
-                step = f".{shown}" if _KEY.match(shown) else f"[{json.dumps(shown)}]"
+                step = f".{shown}" if is_identifier(shown) else f"[{json.dumps(shown)}]"
                 children.append((path + step, child, depth + 1))
             stack.extend(reversed(children))
         elif isinstance(item, (list, tuple)):

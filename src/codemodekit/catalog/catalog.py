@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -33,23 +32,18 @@ from codemodekit.schema.normalize import (
     bound_text,
     prepare_schema,
 )
+from codemodekit.schema.typescript.text import is_identifier, ts_string
 
 log = logging.getLogger("codemodekit.catalog")
 
-_IDENTIFIER = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
 _MAX_DUPLICATE_WARNINGS = 5
-
-
-def is_identifier(segment: str) -> bool:
-    """True when ``segment`` can follow a dot in JavaScript (reserved words included)."""
-    return bool(_IDENTIFIER.match(segment))
 
 
 def accessor(segment: str) -> str:
     """``.name`` for identifiers, ``["odd-name"]`` (a JSON string literal) otherwise."""
     if is_identifier(segment):
         return "." + segment
-    return "[" + canonical_json(segment) + "]"
+    return "[" + ts_string(segment) + "]"
 
 
 def tool_address(source: str, name: str) -> str:

@@ -15,7 +15,7 @@ from codemodekit.codegen.declarations import (
 from codemodekit.codegen.editor import editor_files
 from codemodekit.codegen.layout import SourceLayout, plan
 from codemodekit.codegen.lockfile import dump_json, lock_document
-from codemodekit.schema.typescript import ts_string
+from codemodekit.schema.typescript import one_line, ts_string
 
 LOCK_FILE = "catalog.json"
 ALL_TOOLS_FILE = "tools.d.ts"
@@ -54,16 +54,16 @@ def _shard_index(layout: SourceLayout, tools: tuple[ToolDefinition, ...]) -> str
     available = sum(1 for t in tools if t.available)
     lines = [
         GENERATED_HEADER,
-        f"// Source {ts_string(layout.source)}: {_count(available, 'tool')} in "
+        f"// Source {one_line(ts_string(layout.source))}: {_count(available, 'tool')} in "
         f"{_count(len(layout.shards), 'shard')}.",
         "// Each shard file below declares its tools completely (with the result contract);",
         "// read the one whose names fit the task. tools.d.ts declares every tool at once.",
     ]
     for path, names in layout.shards.items():
         lines.append("//")
-        lines.append(f"// {path}:")
+        lines.append(f"// {one_line(path)}:")
         row = "//  "
-        for name in names:
+        for name in map(one_line, names):  # an upstream's names: no line ends the comment
             if len(row) + len(name) + 1 > 96:
                 lines.append(row)
                 row = "//  "

@@ -17,6 +17,7 @@ from codemodekit.schema.typescript import (
     SchemaDeclarations,
     TypeNames,
     jsdoc,
+    one_line,
     pascal_case,
     property_name,
 )
@@ -123,16 +124,12 @@ def _signature(t: _ToolTypes) -> str:
     return f"(input: {t.input_type}) => Promise<ToolResult<{t.output_type}>>"
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
 def quarantine_comment(tools: Iterable[ToolDefinition]) -> str:
     quarantined = [t for t in tools if not t.available]
     if not quarantined:
         return ""
     lines = ["// Not callable (quarantined: the schema cannot be enforced):"]
-    lines.extend(f"//   {t.address}: {_one_line(t.quarantine or '')}" for t in quarantined)
+    lines.extend(f"//   {one_line(t.address)}: {one_line(t.quarantine or '')}" for t in quarantined)
     return "\n".join(lines) + "\n"
 
 
@@ -141,7 +138,9 @@ def skipped_comment(skipped: Iterable[SkippedOperation]) -> str:
     if not entries:
         return ""
     lines = ["// Not exposed (the provider skipped these operations):"]
-    lines.extend(f"//   {tool_address(s.source, s.name)}: {_one_line(s.reason)}" for s in entries)
+    lines.extend(
+        f"//   {one_line(tool_address(s.source, s.name))}: {one_line(s.reason)}" for s in entries
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -158,7 +157,7 @@ def render_declarations(
     names = TypeNames()
     projected = _project(available, names, cache)
     out = [GENERATED_HEADER + "\n"]
-    out.extend(f"// {_one_line(h)}\n" for h in header)
+    out.extend(f"// {one_line(h)}\n" for h in header)
     out.append("\n" + RESULT_CONTRACT)
     for t in projected:
         out.append("\n" + t.declarations)
@@ -190,7 +189,7 @@ def tool_typescript_parts(tool: ToolDefinition) -> tuple[str, str]:
     (projected,) = _project([tool], TypeNames())
     head = ""
     if not tool.available:
-        head = f"// Not callable (quarantined): {_one_line(tool.quarantine or '')}\n"
+        head = f"// Not callable (quarantined): {one_line(tool.quarantine or '')}\n"
     signature = (
         jsdoc(_tool_doc(tool))
         + f"{tool.address}(input: {projected.input_type}): "
@@ -211,7 +210,7 @@ def tool_typescript(tool: ToolDefinition) -> str:
     (projected,) = _project([tool], TypeNames())
     out: list[str] = []
     if not tool.available:
-        out.append(f"// Not callable (quarantined): {_one_line(tool.quarantine or '')}\n")
+        out.append(f"// Not callable (quarantined): {one_line(tool.quarantine or '')}\n")
     out.append(projected.declarations)
     out.append(jsdoc(_tool_doc(tool)))
     out.append(

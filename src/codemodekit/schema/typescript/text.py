@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-_IDENTIFIER = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
+_IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 _WORDS = re.compile(r"[A-Za-z0-9]+")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -90,14 +90,31 @@ def _escape_surrogates(text: str) -> str:
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
 
 
+_LINE_SEPARATORS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029"})
+"""Legal inside a string literal since ES2019, but a line end to older tools and to any
+reader that splits the text into lines: written as escapes."""
+
+
 def ts_string(value: str) -> str:
-    """A TypeScript string literal (JSON syntax is valid TypeScript)."""
-    return _escape_surrogates(json.dumps(value, ensure_ascii=False))
+    """A TypeScript string literal (JSON syntax is valid TypeScript), on one line."""
+    return _escape_surrogates(json.dumps(value, ensure_ascii=False)).translate(_LINE_SEPARATORS)
+
+
+def is_identifier(name: str) -> bool:
+    """``name`` is a plain JavaScript identifier, as a whole (``re.match``'s ``$`` also
+    matches before a final newline: ``"id\\n"`` passed as ``id``)."""
+    return _IDENTIFIER.fullmatch(name) is not None
+
+
+def one_line(text: str) -> str:
+    """``text`` safe in a ``//`` comment: every run of whitespace, line terminators among
+    them (LF, CR, U+2028, U+2029: each ends a TypeScript comment), becomes one space."""
+    return " ".join(text.split())
 
 
 def property_name(key: str) -> str:
     """An identifier as is; anything else quoted."""
-    return key if _IDENTIFIER.match(key) else ts_string(key)
+    return key if is_identifier(key) else ts_string(key)
 
 
 def _doc_text(text: str) -> str:
