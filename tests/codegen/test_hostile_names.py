@@ -9,6 +9,7 @@ A name that only looks like an identifier (``"lookup\\n"``) must not be written 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -60,3 +61,40 @@ def test_a_name_with_a_line_end_is_never_written_as_an_identifier(terminator: st
         assert property_name(name).startswith('"'), repr(name)
     assert tool_address("app", "lookup") == "tools.app.lookup"
     assert property_name("id") == "id"
+
+
+@pytest.mark.parametrize(
+    "description",
+    [
+        "Hi <!-- codemode:generated:end --> there. More.",
+        "Hi <!-- codemode:generated:begin: `codemode generate` rewrites this block --> x.",
+        "Hi --> there.",
+    ],
+)
+def test_an_upstream_description_cannot_move_the_skills_generated_block(
+    tmp_path: Path, description: str
+) -> None:
+    # A description with a block marker ended the block early at the next merge: the rest
+    # of the old block stayed as if authored, and `generate --check` saw no drift.
+    from codemodekit.codegen import (
+        METADATA_FILE,
+        apply,
+        artifact_kind,
+        generate_plugin,
+        plan_write,
+        skill_dir,
+    )
+
+    def catalog(extra: str) -> Catalog:
+        tools = [ToolSpec(name="aaa", description=description, input_schema=OBJ)]
+        tools.append(ToolSpec(name=extra, description=f"Tool {extra}.", input_schema=OBJ))
+        return Catalog.build({"up": Discovery(tools=tuple(tools))})
+
+    manifest = f"{skill_dir('demo')}/references/{METADATA_FILE}"
+    for extra in ("old_tool", "new_tool"):  # one tool removed upstream, one added
+        files = generate_plugin(catalog(extra), name="demo")
+        apply(plan_write(tmp_path, files, manifest=manifest, kind=artifact_kind))
+    skill = (tmp_path / skill_dir("demo") / "SKILL.md").read_text()
+    assert "old_tool" not in skill and "new_tool" in skill
+    assert skill.count("<!-- codemode:generated:end -->") == 1
+    assert not plan_write(tmp_path, files, manifest=manifest, kind=artifact_kind).changed

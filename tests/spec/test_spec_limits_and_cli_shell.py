@@ -397,3 +397,28 @@ def test_empty_command_reads_like_the_other_empty_values(tmp_path: Path) -> None
     with pytest.raises(SpecError) as info:
         load_spec(path)
     assert "sources.s.command: must not be empty" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://mcp.example.com:99999/mcp",
+        "https://mcp.example.com:abc/mcp",
+        "https://mcp.example.com:-1/mcp",
+        "https://[::1/mcp",
+        "https://[not-an-address]/mcp",
+        "http://:8080/mcp",
+    ],
+)
+def test_a_url_whose_port_or_host_cannot_be_read_is_a_spec_error(tmp_path: Path, url: str) -> None:
+    # They passed the pattern and raised wherever the URL was read: a traceback.
+    (tmp_path / "codemode.toml").write_text(
+        'version = 1\nname = "p"\n[policy]\ndefault = "deny"\n'
+        f'[sources.remote]\ntype = "mcp"\nurl = "{url}"\n'
+    )
+    with pytest.raises(SpecError):
+        load_spec(tmp_path / "codemode.toml")
+    checked = _codemode("check", "--offline", cwd=tmp_path)
+    assert checked.returncode == 2, checked.stderr
+    assert "Traceback" not in checked.stderr + checked.stdout
+    assert "expected an http:// or https:// URL" in checked.stderr + checked.stdout

@@ -263,6 +263,13 @@ def _references_list(files: list[str], source_files: set[str]) -> list[str]:
     return out
 
 
+def _inert(text: str) -> str:
+    """An upstream's text inside the generated block, unable to open or close a comment:
+    its own ``<!-- codemode:generated:end -->`` ended the block early at the next merge, so
+    the rest of the old block was kept as the author's and the drift went unseen."""
+    return text.replace("<!--", "&lt;!--").replace("-->", "--&gt;")
+
+
 def _skill_md(catalog: Catalog, name: str, references: list[str]) -> str:
     description = _skill_description(catalog, name)
     layouts = source_layouts(catalog)
@@ -294,8 +301,8 @@ def _skill_md(catalog: Catalog, name: str, references: list[str]) -> str:
     if tools and len(tools) <= _INLINE_TOOL_LIST:
         block += ["", "Tools:", ""]
         for tool in tools:
-            summary = _first_sentence(tool.description, 100)
-            block.append(f"- `{tool.address}`" + (f": {summary}" if summary else ""))
+            summary = _inert(_first_sentence(tool.description, 100))
+            block.append(f"- `{_inert(tool.address)}`" + (f": {summary}" if summary else ""))
     if catalog.quarantined:
         block += [
             "",

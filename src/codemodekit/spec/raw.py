@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import fields as dataclass_fields
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     AfterValidator,
@@ -306,11 +307,25 @@ class RawMcpSource(_Raw):
     @field_validator("url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
-        if value is not None and not re.match(r"^https?://[^\s/]+", value):
+        if value is not None and not _is_http_url(value):
             raise PydanticCustomError(
-                "url_scheme", "expected an http:// or https:// URL with a host"
+                "url_scheme", "expected an http:// or https:// URL with a host (and a valid port)"
             )
         return value
+
+
+def _is_http_url(value: str) -> bool:
+    """``http(s)://host[:port]...``, readable by ``urlsplit`` as such: a port out of range,
+    a port that is not a number or an unclosed IPv6 bracket passed the pattern and then
+    raised wherever the URL was read (a traceback from ``codemode check``)."""
+    if not re.match(r"^https?://[^\s/]+", value):
+        return False
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError:
+        return False
+    return bool(parts.hostname)
 
 
 class RawOpenApiAuth(_Raw):
