@@ -232,6 +232,45 @@ def test_spec_errors_never_print_a_secret_under_a_misspelt_key(tmp_path: Path, l
     assert_clean(result.stdout + result.stderr, literal)
 
 
+#: Errors located inside a secret string that is not one closed line: a multi-line string
+#: (the error on a later line of it) and a string left open.
+INSIDE_SECRETS = {
+    "headers, multi-line, bad escape": (
+        '[sources.a.headers]\nAuthorization = """\nBearer {s}\\q\n"""\n'
+    ),
+    "headers, multi-line, bad key after": (
+        '[sources.a.headers]\nAuthorization = """\nBearer {s}\n"""\n"bad key" = 1\n'
+    ),
+    "env, multi-line, bad escape": '[sources.a.env]\nTOKEN = """{s}\nmore-{s}\\q"""\n',
+    "env, multi-line literal, bad key after": "[sources.a.env]\nTOKEN = '''{s}\n{s}'''\n8x = 1\n",
+    "headers, unterminated": '[sources.a.headers]\nAuthorization = "{s}\n',
+    "env, unterminated": '[sources.a.env]\nTOKEN = "{s}\n',
+    "env inline, unterminated": '[sources.a]\nenv = {{ TOKEN = "{s}\n',
+}
+
+
+@pytest.mark.parametrize("tail", list(INSIDE_SECRETS.values()), ids=list(INSIDE_SECRETS))
+def test_spec_errors_inside_a_secret_string_never_print_it(tmp_path: Path, tail: str) -> None:
+    literal = "Lit3ral-Secr3t-Value"
+    head = 'version = 1\nname = "x"\n[policy]\ndefault = "allow"\n'
+    source = '[sources.a]\ntype = "mcp"\ncommand = "srv"\n'
+    if tail.startswith("[sources.a]\n"):
+        source = ""
+        tail = tail.replace("[sources.a]\n", '[sources.a]\ntype = "mcp"\ncommand = "srv"\n', 1)
+    (tmp_path / "codemode.toml").write_text(head + source + tail.format(s=literal))
+    result = subprocess.run(
+        [sys.executable, "-m", "codemodekit", "check", "-c", str(tmp_path / "codemode.toml")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 2, output
+    assert "Traceback" not in output
+    assert_clean(output, literal)
+    assert not re.search(r"\*\*\*[A-Za-z0-9]", output), output  # no last character kept
+
+
 # -- OpenAPI error excerpts ------------------------------------------------------------------
 class EchoingApi:
     """An API that echoes the credential it received inside an error page, after ``pad``

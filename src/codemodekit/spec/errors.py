@@ -233,6 +233,8 @@ class SourceText:
             (span for path, span in self.positions.strings if is_secret_path(path)),
             key=lambda s: (s.line, s.column),
         )
+        if any(s.line < line < s.line + s.lines for s in spans):
+            return MASK, 1, len(MASK)  # a line inside a multi-line secret string: all of it
         caret = column
         limit = 0
         for span in reversed([s for s in spans if s.line == line]):
@@ -240,13 +242,21 @@ class SourceText:
             original = text[start:end]
             if len(original) < 2:
                 continue
-            masked = original[0] + mask_secret(original[1:-1]) + original[-1]
+            # Its closing quote only if it closes on this line (an unterminated string, or
+            # one that goes on to the next lines, ends in its own text).
+            closed = span.lines == 1 and original[-1] == original[0]
+            inner = original[1:-1] if closed else original[1:]
+            masked = original[0] + mask_secret(inner) + (original[-1] if closed else "")
             text = text[:start] + masked + text[end:]
             if column - 1 >= end:
                 caret += len(masked) - len(original)
             elif column - 1 >= start:
                 limit = len(masked)
         return text, caret, limit
+
+
+MASK = "***"
+"""What a secret's literal text is shown as."""
 
 
 def mask_secret(content: str) -> str:
@@ -262,4 +272,4 @@ def mask_secret(content: str) -> str:
 
 
 def _mask_literal(text: str) -> str:
-    return text if _AUTH_SCHEME.match(text) else "***"
+    return text if _AUTH_SCHEME.match(text) else MASK

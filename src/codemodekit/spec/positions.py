@@ -20,6 +20,8 @@ class Span:
     line: int
     column: int
     length: int
+    lines: int = 1
+    """How many lines the value is written over (a multi-line string: more than one)."""
 
 
 @dataclass(slots=True)
@@ -69,7 +71,8 @@ class _Scanner:
         if line_end == -1:
             line_end = len(self.text)
         length = max(1, min(end, line_end) - start)
-        return Span(line + 1, start - line_start + 1, length)
+        lines = self.text.count("\n", start, end) + 1
+        return Span(line + 1, start - line_start + 1, length, lines)
 
     # -- low-level reading ------------------------------------------------------------
     def peek(self, offset: int = 0) -> str:
