@@ -3,8 +3,12 @@ the rule for a required component that is missing (docs/testing.md lists every s
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import os
 import shutil
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NoReturn
 
@@ -55,6 +59,19 @@ def jsonschema_suite() -> Path:
     if not (JSON_SCHEMA_SUITE / ".complete").exists():
         missing("the JSON-Schema-Test-Suite", FETCH_SUITE)
     return JSON_SCHEMA_SUITE
+
+
+@contextlib.contextmanager
+def http_handler_server(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
+    """``handler`` served on 127.0.0.1 (a port of its own) from a thread: its base URL."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -300,14 +300,21 @@ class EchoingApi:
         await send({"type": "http.response.body", "body": body})
 
 
-ERROR_DOCUMENT = {
-    "openapi": "3.0.3",
-    "info": {"title": "echo", "version": "1"},
-    "components": {
-        "securitySchemes": {"key": {"type": "apiKey", "in": "header", "name": "X-Api-Key"}}
-    },
-    "security": [{"key": []}],
-    "paths": {
+def api_key_document(paths: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAPI document of ``paths``, every operation behind an ``X-Api-Key`` header."""
+    return {
+        "openapi": "3.0.3",
+        "info": {"title": "echo", "version": "1"},
+        "components": {
+            "securitySchemes": {"key": {"type": "apiKey", "in": "header", "name": "X-Api-Key"}}
+        },
+        "security": [{"key": []}],
+        "paths": paths,
+    }
+
+
+ERROR_DOCUMENT = api_key_document(
+    {
         "/err": {
             "get": {
                 "operationId": "fail",
@@ -318,8 +325,8 @@ ERROR_DOCUMENT = {
                 "responses": {"200": {"description": "ok"}},
             }
         }
-    },
-}
+    }
+)
 
 BOUND = 16 * 1024
 

@@ -16,7 +16,6 @@ import binascii
 import http.server
 import json
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,8 @@ import pytest
 
 from codemodekit import CodeMode, ErrorCode, load_spec
 from codemodekit.providers.base import HealthStatus
-from tests.security.test_secret_leaks import SECRET, assert_clean, encodings
+from tests.conftest import http_handler_server
+from tests.security.test_secret_leaks import SECRET, api_key_document, assert_clean, encodings
 
 FORMS = ("raw", "json", "url", "base64", "basic")
 BINARY_MEDIA = (
@@ -93,33 +93,21 @@ def _operation(path: str, *names: str) -> dict[str, Any]:
     }
 
 
-DOCUMENT = {
-    "openapi": "3.0.3",
-    "info": {"title": "echo", "version": "1"},
-    "components": {
-        "securitySchemes": {"key": {"type": "apiKey", "in": "header", "name": "X-Api-Key"}}
-    },
-    "security": [{"key": []}],
-    "paths": {
+DOCUMENT = api_key_document(
+    {
         **_operation("/bin", "form", "media"),
         **_operation("/reason", "form"),
         **_operation("/retry", "form"),
         **_operation("/redir", "form"),
         **_operation("/deep", "status"),
-    },
-}
+    }
+)
 
 
 @pytest.fixture
 def echo_api() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with http_handler_server(_Echo) as url:
+        yield url
 
 
 def _openapi_spec(tmp_path: Path, url: str) -> Any:

@@ -13,7 +13,6 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ import pytest
 from codemodekit.errors import ToolError
 from codemodekit.providers.base import HealthStatus
 from codemodekit.spec.model import McpStdioSource
+from tests.conftest import http_handler_server
 from tests.providers.mcp.helpers import Changes, context, provider
 
 pytestmark = pytest.mark.slow  # the first run installs the servers from PyPI
@@ -139,14 +139,8 @@ class _NoPackages(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def empty_index() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NoPackages)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/simple"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with http_handler_server(_NoPackages) as url:
+        yield f"{url}/simple"
 
 
 @pytest.fixture
