@@ -54,7 +54,7 @@ def _shard_index(layout: SourceLayout, tools: tuple[ToolDefinition, ...]) -> str
     available = sum(1 for t in tools if t.available)
     lines = [
         GENERATED_HEADER,
-        f"// Source {one_line(ts_string(layout.source))}: {_count(available, 'tool')} in "
+        f"// Source {ts_string(layout.source)}: {_count(available, 'tool')} in "
         f"{_count(len(layout.shards), 'shard')}.",
         "// Each shard file below declares its tools completely (with the result contract);",
         "// read the one whose names fit the task. tools.d.ts declares every tool at once.",

@@ -129,7 +129,8 @@ def quarantine_comment(tools: Iterable[ToolDefinition]) -> str:
     if not quarantined:
         return ""
     lines = ["// Not callable (quarantined: the schema cannot be enforced):"]
-    lines.extend(f"//   {one_line(t.address)}: {one_line(t.quarantine or '')}" for t in quarantined)
+    # Addresses quote any name that is not an identifier, on one line (``ts_string``).
+    lines.extend(f"//   {t.address}: {one_line(t.quarantine or '')}" for t in quarantined)
     return "\n".join(lines) + "\n"
 
 
@@ -138,9 +139,7 @@ def skipped_comment(skipped: Iterable[SkippedOperation]) -> str:
     if not entries:
         return ""
     lines = ["// Not exposed (the provider skipped these operations):"]
-    lines.extend(
-        f"//   {one_line(tool_address(s.source, s.name))}: {one_line(s.reason)}" for s in entries
-    )
+    lines.extend(f"//   {tool_address(s.source, s.name)}: {one_line(s.reason)}" for s in entries)
     return "\n".join(lines) + "\n"
 
 

@@ -85,3 +85,26 @@ def first_leaf(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
+
+
+_SDK_WORDS = {
+    types.CONNECTION_CLOSED: (
+        "Connection closed",
+        "SSE stream ",
+        "server answered a request with 202 Accepted",
+    ),
+    types.REQUEST_TIMEOUT: ("Request ", "Timed out after "),
+}
+"""How the SDK words the errors it makes itself (``mcp.shared.jsonrpc_dispatcher``, its
+Streamable HTTP client): the start of each message."""
+
+
+def sdk_error(error: types.ErrorData, code: int) -> bool:
+    """``error`` is the SDK's own ``code`` (a closed transport, a request past its timeout),
+    as it makes them: no data, its own words. An upstream's ``-32000 rate limited`` is its
+    own refusal; one that copies the SDK's words exactly harms only its own calls."""
+    return (
+        error.code == code
+        and error.data is None
+        and error.message.startswith(_SDK_WORDS.get(code, ()))
+    )

@@ -65,6 +65,7 @@ from codemodekit.providers.mcp.failures import (
     describe_connect_failure,
     first_leaf,
     is_http_refusal,
+    sdk_error,
 )
 from codemodekit.providers.mcp.stdio import REPLY_TOO_DEEP, REPLY_TOO_LARGE, is_own_error
 from codemodekit.providers.mcp.transport import (
@@ -606,14 +607,14 @@ class McpToolProvider:
             return ResultTooLarge(self._limits.tool_result_bytes)
         if is_own_error(error, REPLY_TOO_DEEP):
             return ResultInvalid(sanitize(error.message, 300, self._redact))
-        if _sdk_error(error, types.CONNECTION_CLOSED):
+        if sdk_error(error, types.CONNECTION_CLOSED):
             return await self._lost_during_call(conn, tool, "connection closed")
         if is_http_refusal(exc):
             # A non-2xx answer without a JSON-RPC body (or the SDK's 404 "Session
             # terminated"): typically a restarted server that no longer knows our session.
             status = f"HTTP {conn.http_status}" if conn.http_status else "an HTTP error"
             return await self._lost_during_call(conn, tool, f"the server answered {status}")
-        if _sdk_error(error, types.REQUEST_TIMEOUT):
+        if sdk_error(error, types.REQUEST_TIMEOUT):
             return TimeoutError(f"{self.name}.{tool} timed out upstream")
         if code == types.HEADER_MISMATCH:
             self._schedule_refresh(conn)
@@ -694,26 +695,3 @@ class McpToolProvider:
 
 def _is_modern(protocol_version: str) -> bool:
     return protocol_version >= "2026-07-28"
-
-
-_SDK_WORDS = {
-    types.CONNECTION_CLOSED: (
-        "Connection closed",
-        "SSE stream ",
-        "server answered a request with 202 Accepted",
-    ),
-    types.REQUEST_TIMEOUT: ("Request ", "Timed out after "),
-}
-"""How the SDK words the errors it makes itself (``mcp.shared.jsonrpc_dispatcher``, its
-Streamable HTTP client): the start of each message."""
-
-
-def _sdk_error(error: types.ErrorData, code: int) -> bool:
-    """``error`` is the SDK's own ``code`` (a closed transport, a request past its timeout),
-    as it makes them: no data, its own words. An upstream's ``-32000 rate limited`` is its
-    own refusal; one that copies the SDK's words exactly harms only its own calls."""
-    return (
-        error.code == code
-        and error.data is None
-        and error.message.startswith(_SDK_WORDS.get(code, ()))
-    )

@@ -285,6 +285,13 @@ MAX_REASON = 100
 _RETRY_AFTER = re.compile(r"\d{1,10}|[A-Za-z]{3}, \d{2} [A-Za-z]{3} \d{4} \d{2}:\d{2}:\d{2} GMT")
 
 
+def _one_line(text: str, limit: int) -> str:
+    """An upstream's (scrubbed) text as shown in an error: control characters and runs of
+    spaces made one space, cut to ``limit`` with ``…``."""
+    text = re.sub(r" {2,}", " ", re.sub(r"[\x00-\x1f\x7f]+", " ", text)).strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _is_text(media: str) -> bool:
     return media.startswith("text/") or media in _TEXT_TYPES or media.endswith("+xml")
 
@@ -337,8 +344,7 @@ async def _raise_status(
 ) -> None:
     status = response.status_code
     # The reason phrase is the upstream's text like the body: scrubbed, one line, bounded.
-    reason = re.sub(r"[\x00-\x1f\x7f]+", " ", scrub(response.reason_phrase or "")).strip()
-    reason = reason if len(reason) <= MAX_REASON else reason[: MAX_REASON - 1] + "…"
+    reason = _one_line(scrub(response.reason_phrase or ""), MAX_REASON)
     excerpt = ""
     bound = min(context.max_result_bytes, 16 * 1024)
     try:
@@ -359,9 +365,7 @@ async def _raise_status(
                 r"(?is)<(script|style)\b.*?</\1>|<!--.*?(?:-->|\Z)|<[^>]*(?:>|\Z)", " ", text
             )
         if _is_json(media) or _is_text(media) or not media:
-            text = re.sub(r"[\x00-\x1f\x7f]+", " ", scrub(text))
-            text = re.sub(r" {2,}", " ", text).strip()
-            excerpt = text if len(text) <= MAX_EXCERPT else text[: MAX_EXCERPT - 1] + "…"
+            excerpt = _one_line(scrub(text), MAX_EXCERPT)
     message = f"{label} failed: HTTP {status}{(' ' + reason) if reason else ''}"
     if excerpt:
         message += f": {excerpt}"
