@@ -7,48 +7,30 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from codemodekit.schema.typescript.lib_globals import TS_LIB_GLOBALS
+
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 _WORDS = re.compile(r"[A-Za-z0-9]+")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-# Names the shared result contract declares, plus TypeScript's global types: a projected
-# name must never shadow them.
-RESERVED_TYPE_NAMES = frozenset(
-    {
-        "ToolResult",
-        "ToolCallError",
-        "ContentBlock",
-        "TextContent",
-        "ImageContent",
-        "AudioContent",
-        "ResourceLinkContent",
-        "EmbeddedResource",
-        "Array",
-        "ArrayBuffer",
-        "BigInt",
-        "Boolean",
-        "Date",
-        "Error",
-        "Function",
-        "JSON",
-        "Map",
-        "Math",
-        "Number",
-        "Object",
-        "Partial",
-        "Pick",
-        "Promise",
-        "Readonly",
-        "Record",
-        "RegExp",
-        "Required",
-        "Set",
-        "String",
-        "Symbol",
-        "WeakMap",
-        "WeakSet",
-    }
+# Names the shared result contract declares, and every global of the TypeScript lib the
+# generated tsconfig.json checks against: a projected name must never be one of them (an
+# interface of a built-in's name merges into it, a type alias clashes with it).
+RESERVED_TYPE_NAMES = (
+    frozenset(
+        {
+            "ToolResult",
+            "ToolCallError",
+            "ContentBlock",
+            "TextContent",
+            "ImageContent",
+            "AudioContent",
+            "ResourceLinkContent",
+            "EmbeddedResource",
+        }
+    )
+    | TS_LIB_GLOBALS
 )
 
 # Keywords that describe rather than constrain; a ``$ref`` with only these beside it is
