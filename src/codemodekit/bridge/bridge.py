@@ -424,6 +424,8 @@ class ToolBridge:
     async def _call(
         self, source: str, tool: str, arguments: Any, record: ToolCallEvent | None
     ) -> Any:
+        if record is not None:  # a tool planned before (the limit below comes first)
+            record.listed = (source, tool) in self._plans
         if self.calls_started > self._limits.max_tool_calls:
             raise self._reject(
                 ErrorCode.TOOL_CALL_LIMIT,
@@ -434,6 +436,8 @@ class ToolBridge:
             )
         call_id = self.calls_started
         plan = self._plan(source, tool)
+        if record is not None:
+            record.listed = True
         address = plan.address
         if arguments is None:
             arguments = {}

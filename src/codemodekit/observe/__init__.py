@@ -25,6 +25,8 @@ log = logging.getLogger("codemodekit.observe")
 
 OUTCOME_OK = "ok"
 """Outcome of a run or tool call that succeeded; failures carry their ``ErrorCode``."""
+UNLISTED = "(unlisted)"
+"""The metric labels of a call that named no tool of the catalog (``ToolCallEvent.labels``)."""
 
 
 @dataclass(slots=True)
@@ -69,6 +71,16 @@ class ToolCallEvent:
     correlation_id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     """Scratch space for observers (a tracing span, for instance)."""
+    listed: bool = False
+    """The call named a tool of the run's catalog: ``source`` and ``tool`` are the
+    catalog's then, else only what the model wrote (any text, as many as it likes)."""
+
+    @property
+    def labels(self) -> tuple[str, str]:
+        """Source and tool for a metric label or a span name, which must come from a
+        bounded set: the catalog's names, or ``UNLISTED`` for a call that named none (its
+        outcome says why)."""
+        return (self.source, self.tool) if self.listed else (UNLISTED, UNLISTED)
 
     @property
     def address(self) -> str:

@@ -152,8 +152,9 @@ class CodeModeMetrics(BaseObserver):
         r.register(_StateCollector(code_mode, draining))
 
     def on_tool_call(self, call: ToolCallEvent) -> None:
-        self.tool_calls.labels(call.source, call.tool, call.outcome).inc()
-        self.tool_seconds.labels(call.source, call.tool).observe(call.duration_ms / 1000)
+        source, tool = call.labels
+        self.tool_calls.labels(source, tool, call.outcome).inc()
+        self.tool_seconds.labels(source, tool).observe(call.duration_ms / 1000)
         if call.decision is not None:
             self.tool_queue_seconds.observe(call.queue_ms / 1000)
             self.policy.labels(call.decision, call.rule or "").inc()

@@ -23,6 +23,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from codemodekit.errors import MAX_NAME_CHARS, clip
 from codemodekit.observe import OUTCOME_OK, BaseObserver, RunStart, ToolCallEvent, run_outcome
 
 if TYPE_CHECKING:
@@ -72,15 +73,15 @@ class TracingObserver(BaseObserver):
 
         entry = self._runs.get(call.execution_id)
         span = self._tracer.start_span(
-            f"codemode.tool_call {call.source}.{call.tool}",
+            # Named for its tool once the bridge found it in the catalog (``on_tool_call``):
+            # what the model wrote is any text, and a span name must come from a small set.
+            "codemode.tool_call",
             # Parent explicitly: the task that performs the call may not descend from the
             # run's task (a sandbox worker's reader, for instance).
             context=entry[1] if entry is not None else None,
             start_time=_ns(call.started_at),
             attributes={
                 "codemode.execution_id": call.execution_id,
-                "codemode.tool.source": call.source,
-                "codemode.tool.name": call.tool,
                 "codemode.tool.call_id": call.call_id,
             },
         )
@@ -94,8 +95,12 @@ class TracingObserver(BaseObserver):
         if held is None:
             return
         span, token = held
+        if call.listed:
+            span.update_name(f"codemode.tool_call {call.source}.{call.tool}")
         span.set_attributes(
             {
+                "codemode.tool.source": clip(call.source, MAX_NAME_CHARS),
+                "codemode.tool.name": clip(call.tool, MAX_NAME_CHARS),
                 "codemode.tool.outcome": call.outcome,
                 "codemode.tool.duration_ms": round(call.duration_ms, 3),
                 "codemode.tool.queue_ms": round(call.queue_ms, 3),
