@@ -56,7 +56,8 @@ def forms_of(secret: str) -> set[str]:
     forms = {secret}
     once = json.dumps(secret)[1:-1]
     twice = json.dumps(once)[1:-1]  # JSON carried inside a JSON string
-    for escaped in (once, json.dumps(secret, ensure_ascii=False)[1:-1], twice):
+    raw = json.dumps(secret, ensure_ascii=False)[1:-1]
+    for escaped in (once, raw, twice, json.dumps(raw, ensure_ascii=False)[1:-1]):
         forms.update({escaped, escaped.replace("/", "\\/")})
     for encoded in (quote(secret, safe=""), quote(secret), quote_plus(secret, safe="")):
         forms.update({encoded, _lower_hex(encoded)})
@@ -69,41 +70,83 @@ def forms_of(secret: str) -> set[str]:
     return {form for form in forms if len(form) >= MIN_SECRET_CHARS}
 
 
+_SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f"}
+_SHORT_ESCAPES.update({"\n": "\\n", "\r": "\\r", "\t": "\\t"})
+
+
+def _json_spellings(char: str) -> set[str]:
+    """Every way a JSON encoder may write ``char`` inside a string: as itself (where JSON
+    allows), its short escape, or ``\\uXXXX`` in either hex case (a UTF-16 pair beyond
+    the BMP). Encoders differ in what they escape: Go's escapes ``& < >``, others ``'``
+    ``=`` ``+``, non-ASCII or nothing more."""
+    spellings = set()
+    if char not in '"\\' and ord(char) >= 0x20:
+        spellings.add(char)
+    if char in _SHORT_ESCAPES:
+        spellings.add(_SHORT_ESCAPES[char])
+    units = char.encode("utf-16-be")
+    escape = "".join(f"\\u{units[i]:02x}{units[i + 1]:02x}" for i in range(0, len(units), 2))
+    spellings.update({escape, escape.upper().replace("\\U", "\\u")})
+    return spellings
+
+
+def json_patterns(secret: str) -> list[str]:
+    """Regular expressions for ``secret`` inside a JSON string, and inside a JSON string
+    carried in another, each character spelled any way an encoder may (``_json_spellings``)."""
+    if len(secret) < MIN_SECRET_CHARS:
+        return []
+    once = [_json_spellings(char) for char in secret]
+    twice = [{json.dumps(s)[1:-1] for s in spellings} for spellings in once]
+    return [
+        "".join(
+            "(?:" + "|".join(map(re.escape, sorted(alts, key=lambda a: (-len(a), a)))) + ")"
+            for alts in level
+        )
+        for level in (twice, once)
+    ]
+
+
 class Scrubber:
     """Masks every form of a set of secrets (see the module doc). Falsy when empty."""
 
-    __slots__ = ("_forms", "_overlapping", "_pattern")
+    __slots__ = ("_forms", "_matchers")
 
     def __init__(
         self, secrets: Iterable[str] = (), *, basic: Iterable[tuple[str, str]] = ()
     ) -> None:
         forms: set[str] = set()
-        for secret in secrets:
+        patterns: list[str] = []
+        for secret in (*secrets, *(f"{user}:{password}" for user, password in basic)):
             forms |= forms_of(secret)
-        for user, password in basic:
-            forms |= forms_of(f"{user}:{password}")
-        # Longest first: the regex takes the first alternative that matches at a position.
+            patterns += json_patterns(secret)
+        # Longest first: the regex takes the first alternative that matches at a position
+        # (a JSON spelling is never shorter than the secret it spells).
         self._forms = tuple(sorted(forms, key=lambda f: (-len(f), f)))
-        alternatives = "|".join(map(re.escape, self._forms))
-        self._pattern = re.compile(alternatives) if forms else None
-        # Every match at every position, overlaps included: forms of one secret can overlap
-        # in a text (the raw value running into its JSON-escaped form), and masking the
-        # leftmost match alone would leave the rest of the other form readable.
-        self._overlapping = re.compile(f"(?=({alternatives}))") if forms else None
+        fixed = "|".join(map(re.escape, self._forms))
+        self._matchers = (
+            (_matcher(fixed), _matcher("|".join([*dict.fromkeys(patterns), fixed])))
+            if forms
+            else None
+        )
+        """For text without ``\\u`` or ``\\/`` the fixed forms, which spell every JSON
+        escape but those two the one way JSON must; else the JSON spellings too, which
+        cost about five times as much to search for."""
 
     def __bool__(self) -> bool:
-        return self._pattern is not None
+        return self._matchers is not None
 
     def __repr__(self) -> str:
         return f"Scrubber({len(self._forms)} forms)"
 
     def __call__(self, text: str) -> str:
-        if self._pattern is None or self._overlapping is None or not text:
+        if self._matchers is None or not text:
             return text
-        if self._pattern.search(text) is None:
+        fixed, spelled = self._matchers
+        pattern, overlapping = spelled if "\\u" in text or "\\/" in text else fixed
+        if pattern.search(text) is None:
             return text
         spans: list[list[int]] = []
-        for match in self._overlapping.finditer(text):
+        for match in overlapping.finditer(text):
             start, end = match.span(1)
             if spans and start < spans[-1][1]:
                 spans[-1][1] = max(spans[-1][1], end)
@@ -119,7 +162,7 @@ class Scrubber:
 
     def mask_edges(self, text: str, *, start: bool = False, end: bool = False) -> str:
         """Mask a piece of a secret at an edge where ``text`` was cut before scrubbing."""
-        if self._pattern is None:
+        if self._matchers is None:
             return text
         for form in self._forms:
             for size in range(len(form) - 1, MIN_EDGE_CHARS - 1, -1):
@@ -134,9 +177,17 @@ class Scrubber:
 
     def value(self, value: Any) -> Any:
         """Scrub every string (keys too) of a JSON-like value; other values are kept."""
-        if self._pattern is None:
+        if self._matchers is None:
             return value
         return _walk(value, self)
+
+
+def _matcher(alternatives: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """A search for any alternative, and one for every match at every position, overlaps
+    included: forms of one secret can overlap in a text (the raw value running into its
+    JSON-escaped form), and masking the leftmost match alone would leave the rest of the
+    other form readable."""
+    return re.compile(alternatives), re.compile(f"(?=({alternatives}))")
 
 
 def _walk(value: Any, scrub: Scrubber) -> Any:

@@ -25,13 +25,31 @@ SECRET = 'Zq7"XkW9/pLm+2Vb N4r&<k8>Ty'
 USER = "alice"
 
 
+def _json_escaped(secret: str, escape: str, hex_case: str = "lower") -> str:
+    """JSON string content as another encoder writes it: the characters in ``escape`` (or
+    every one, for ``"all"``) as ``\\uXXXX`` in ``hex_case``, the rest as Python writes them."""
+    out = []
+    for char in secret:
+        if escape == "all" or char in escape:
+            code = f"{ord(char):04x}"
+            out.append("\\u" + (code.upper() if hex_case == "upper" else code))
+        else:
+            out.append(json.dumps(char, ensure_ascii=False)[1:-1])
+    return "".join(out)
+
+
 def encodings(secret: str) -> dict[str, str]:
     """Each way an upstream may echo the secret back."""
     data = secret.encode()
+    go = _json_escaped(secret, "&<>")  # Go's encoding/json: HTML-safe by default
     return {
         "raw": secret,
         "json": json.dumps(secret)[1:-1],
         "json_ascii_slash": json.dumps(secret).replace("/", "\\/")[1:-1],
+        "json_go": go,
+        "json_go_in_json": json.dumps(go)[1:-1],
+        "json_upper_hex": _json_escaped(secret, "&<>'=+ /", hex_case="upper"),
+        "json_every_char": _json_escaped(secret, "all"),
         "url": quote(secret, safe=""),
         "url_lower": re.sub(r"%[0-9A-F]{2}", lambda m: m[0].lower(), quote(secret, safe="")),
         "url_plus": quote_plus(secret),
