@@ -203,7 +203,7 @@ def has_surrogates(value: Any) -> bool:
         return _SURROGATE.search(value) is not None
     if isinstance(value, list | tuple):
         return any(has_surrogates(v) for v in value)
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         return any(has_surrogates(k) or has_surrogates(v) for k, v in value.items())
     return False
 

@@ -57,12 +57,15 @@ def depth_exceeds(value: Any, bound: int = MAX_NESTING) -> bool:
     return False
 
 
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_STRING = re.compile(r'"(?:[^"\\]|\\[\s\S])*+(?:"|\\?\Z)')
+"""A JSON string; one left open runs to the end of the text (matched once, possessively:
+else every later quote of a hostile text starts a scan to the end, quadratic in all)."""
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
 def text_depth_exceeds(text: str, bound: int = MAX_NESTING) -> bool:
-    """``depth_exceeds`` for the value a JSON text encodes (the text must be valid JSON)."""
+    """``depth_exceeds`` for the value a JSON text encodes, checked before a parser recurses
+    through it: linear in any text (for text that is not JSON the answer is only quick)."""
     # No more opening brackets than the bound: cannot nest deeper (most schemas stop here).
     if text.count("[") + text.count("{") <= bound:
         return False

@@ -17,7 +17,7 @@ from typing import Any
 
 from codemodekit.catalog.frozen import EMPTY, FrozenJSON, freeze, json_or_empty, thaw
 from codemodekit.nesting import NESTING_HINT, depth_exceeds, text_depth_exceeds
-from codemodekit.providers.base import Discovery, SkippedTool, ToolSpec
+from codemodekit.providers.base import Discovery, SkippedTool, ToolSpec, well_formed_discovery
 from codemodekit.schema import (
     SchemaUnsupported,
     Validator,
@@ -334,6 +334,7 @@ def build_contribution(
     compiled on a tool's first call (``Catalog.validators``); schemas unchanged since
     ``previous`` are not checked again.
     """
+    discovery = well_formed_discovery(discovery)
     by_name: dict[str, ToolSpec] = {}
     duplicates = 0
     for spec in discovery.tools:

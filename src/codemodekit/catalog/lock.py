@@ -25,7 +25,7 @@ from codemodekit.bounded_read import UnreadableFile, read_bounded
 from codemodekit.catalog.catalog import Catalog
 from codemodekit.errors import CodeModeError, SecretUnavailable, SourceUnavailable
 from codemodekit.nesting import MAX_NESTING, text_depth_exceeds
-from codemodekit.providers.base import Discovery, SkippedTool, ToolSpec
+from codemodekit.providers.base import Discovery, SkippedTool, ToolSpec, well_formed_discovery
 from codemodekit.spec.model import (
     McpHttpSource,
     McpStdioSource,
@@ -133,7 +133,7 @@ def _tool_from_json(data: Mapping[str, Any]) -> ToolSpec:
 def lock_document(spec: Spec, discoveries: Mapping[str, Discovery]) -> dict[str, Any]:
     sources: dict[str, Any] = {}
     for name in sorted(discoveries):
-        discovery = discoveries[name]
+        discovery = well_formed_discovery(discoveries[name])
         sources[name] = {
             "reached_by": reached_by(spec.sources[name], spec.root),
             "tools": [_tool_json(t) for t in sorted(discovery.tools, key=lambda t: t.name)],

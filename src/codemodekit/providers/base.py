@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
+from codemodekit.errors import has_surrogates, well_formed
 from codemodekit.scrub import Scrubber
 
 JsonObject = dict[str, Any]
@@ -61,6 +62,51 @@ class Discovery:
     description: str = ""
     """What the upstream says it is (MCP server info, OpenAPI title, module docstring); told
     to the model with the source's name unless ``codemode.toml`` gives a description."""
+
+
+_SPEC_TEXTS: tuple[str, ...] = ("name", "description", "input_schema", "output_schema")
+_SPEC_TEXTS += ("annotations", "meta", "provenance")
+
+
+def well_formed_discovery(discovery: Discovery) -> Discovery:
+    """``discovery`` with every lone surrogate replaced by U+FFFD. JSON allows ``"\\ud800"``
+    and UTF-8 does not: an upstream (or a lock) that sends one in a tool's name, text or
+    schema would make every digest, lock and file of the catalog fail to encode. A name
+    changed here reaches no upstream tool, and calling it fails there. Applied where the
+    catalog and the lock take a discovery, so neither ever holds one."""
+    tools = tuple(map(_well_formed_spec, discovery.tools))
+    skipped = tuple(
+        SkippedTool(well_formed(s.name), well_formed(s.reason))
+        if has_surrogates([s.name, s.reason])
+        else s
+        for s in discovery.skipped
+    )
+    description = well_formed(discovery.description)
+    unchanged = (
+        *zip(tools, discovery.tools, strict=True),
+        *zip(skipped, discovery.skipped, strict=True),
+    )
+    if description == discovery.description and all(a is b for a, b in unchanged):
+        return discovery
+    return Discovery(tools=tools, skipped=skipped, description=description)
+
+
+def _well_formed_spec(spec: ToolSpec) -> ToolSpec:
+    try:
+        if not has_surrogates([getattr(spec, f) for f in _SPEC_TEXTS]):
+            return spec
+        return replace(spec, **{f: well_formed(_plain(getattr(spec, f))) for f in _SPEC_TEXTS})
+    except Exception:  # nested too deep, or not JSON-like: the catalog quarantines it
+        return replace(spec, name=well_formed(spec.name)) if isinstance(spec.name, str) else spec
+
+
+def _plain(value: Any) -> Any:
+    """JSON-like ``value`` as dicts and lists (``well_formed`` walks those)."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
 
 
 def scrub_discovery(discovery: Discovery, scrub: Scrubber) -> Discovery:
