@@ -197,7 +197,7 @@ def _read_json(path: Path) -> dict[str, Any]:
         raise CliExit(2, f"codemode install: {path} is not UTF-8 text") from None
     try:
         document = json.loads(text) if text.strip() else {}
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep
         raise CliExit(
             2, f"codemode install: {path} is not valid JSON ({exc}); fix or move it first"
         ) from None

@@ -75,7 +75,7 @@ def manifest_files(text: str | None) -> frozenset[str]:
         return frozenset()
     try:
         document = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deep
         return frozenset()
     files = document.get("files") if isinstance(document, dict) else None
     if not isinstance(files, list):

@@ -294,7 +294,7 @@ def _rollback(root: Path) -> None:
     txn = root / TXN_DIR
     try:
         journal = json.loads(read_bounded(txn / _JOURNAL, MAX_GENERATED_FILE_BYTES))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         journal = None  # failed while staging: nothing in the output was touched yet
     if isinstance(journal, dict):
         for path, existed in reversed(journal.get("writes", [])):

@@ -63,7 +63,7 @@ def _read(root: Path, name: str, shown: str) -> dict[str, Any]:
         raise PluginProblem(f"{where}: cannot read: the file {exc.reason}") from None
     try:
         document = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise PluginProblem(f"{where}: not valid JSON ({exc})") from None
     errors = list(_validator(name.replace(".json", ".schema.json")).iter_errors(document))
     if errors:
