@@ -10,10 +10,12 @@ EXCERPT_WIDTH = 100
 
 def source_excerpt(source: str, line: int, column: int) -> str:
     """The offending line of ``source`` with a caret under ``column`` (both 1-based)."""
-    lines = source.splitlines()
+    # Rows are counted on "\n", as the compiler and the engine count them (str.splitlines
+    # also breaks at \f, \x1c-\x1e, \x85, U+2028/9 and a lone \r).
+    lines = source.split("\n")
     if not 1 <= line <= len(lines):
         return ""
-    text = lines[line - 1].expandtabs(1)  # one column per tab keeps columns aligned
+    text = lines[line - 1].rstrip("\r").expandtabs(1)  # one column per tab keeps columns aligned
     offset = max(column, 1) - 1
     if len(text) > EXCERPT_WIDTH:
         # Minified or generated code can put thousands of characters on one line.

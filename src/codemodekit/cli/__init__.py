@@ -111,10 +111,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     from codemodekit.cli import common
+    from codemodekit.cli.terminal import inert_output
 
     common.VERBOSE = bool(getattr(args, "verbose", False))
     try:
-        return int(args.func(args))
+        with inert_output(stdout=args.command != "serve"):
+            return int(args.func(args))
     except KeyboardInterrupt:
         return 130
 
