@@ -273,17 +273,6 @@ async def test_addresses_dot_or_bracket() -> None:
         assert r.value == [{"x": 1}, {"y": 2}]
 
 
-async def test_duplicate_names_in_a_source_last_wins() -> None:
-    first = define_tool(name="same", description="first", input_schema=OBJ, execute=lambda a: 1)
-    second = define_tool(name="same", description="second", input_schema=OBJ, execute=lambda a: 2)
-    async with CodeMode(
-        sources=[local("app", [first, second])], policy=allow_all_tool_calls()
-    ) as cm:
-        assert [t.description for t in cm.catalog.tools] == ["second"]
-        r = await cm.run("return (await tools.app.same({})).structuredContent;")
-        assert r.value == 2
-
-
 # -- quarantine and healing -------------------------------------------------------------------------
 
 

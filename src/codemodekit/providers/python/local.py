@@ -353,6 +353,8 @@ def local(
         for tool in tools:
             if not tool.name:
                 raise TypeError("local(): a tool in a list needs define_tool(name=...)")
+            if table.get(tool.name, tool) is not tool:
+                raise ValueError(f"local(): two tools are named {tool.name!r}")
             table[tool.name] = tool
     for key, tool in table.items():
         if not isinstance(tool, LocalTool):
@@ -375,15 +377,23 @@ def _check_source_name(name: object) -> None:
 
 
 def tools_of_module(module: object) -> dict[str, LocalTool]:
-    """The module's ``define_tool`` attributes (``__all__`` respected when present)."""
+    """The module's ``define_tool`` attributes (``__all__`` respected when present).
+
+    ``ValueError`` when two different tools take one name (``define_tool(name=...)`` may
+    differ from the attribute): one would replace the other, and with it what a policy
+    rule for that name allows."""
     names: Iterable[str] = getattr(module, "__all__", None) or [
         n for n in vars(module) if not n.startswith("_")
     ]
     found: dict[str, LocalTool] = {}
+    attrs: dict[str, str] = {}
     for attr in names:
         value = getattr(module, attr, None)
         if isinstance(value, LocalTool):
-            found[value.name or attr] = value
+            name = value.name or attr
+            if found.get(name, value) is not value:
+                raise ValueError(f"attributes {attrs[name]!r} and {attr!r} are both tool {name!r}")
+            found[name], attrs[name] = value, attr
     return found
 
 
@@ -450,7 +460,11 @@ class PythonModuleProvider(LocalToolProvider):
                 f"raised at {_import_site(exc)}"
             )
             raise SourceUnavailable(self._error) from exc
-        self._tools = tools_of_module(module)
+        try:
+            self._tools = tools_of_module(module)
+        except ValueError as exc:
+            self._error = f"python module {self._module!r}: {exc}; give each tool its own name"
+            raise SourceUnavailable(self._error) from None
         self._async.clear()
         if not self._tools:
             self._error = (
