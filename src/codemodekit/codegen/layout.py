@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -31,12 +32,17 @@ def slug(text: str) -> str:
     return _SLUG_JUNK.sub("-", text.lower()).strip("-") or "x"
 
 
-def _short_hash(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:6]
+def _short_hash(text: str, size: int = 6) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:size]
 
 
 def disambiguate(names: Iterable[str]) -> dict[str, str]:
-    """Exact name → filename part, unique; colliding slugs all get ``-<hash>`` suffixes."""
+    """Exact name → filename part, unique; colliding slugs all get ``-<hash>`` suffixes.
+
+    A suffixed part can still meet another name's own slug (``a-b`` and ``a_b`` give
+    ``a-b-648fa9``, which is also the slug of a source named so): the parts that meet get
+    a longer hash, then the whole one. Every name keeps a part of its own, whatever else
+    is there, and no source's declarations overwrite another's."""
     by_slug: dict[str, list[str]] = {}
     for name in sorted(set(names)):
         by_slug.setdefault(slug(name), []).append(name)
@@ -44,6 +50,13 @@ def disambiguate(names: Iterable[str]) -> dict[str, str]:
     for base, group in by_slug.items():
         for name in group:
             out[name] = base if len(group) == 1 else f"{base}-{_short_hash(name)}"
+    for size in (12, 64):
+        parts = Counter(out.values())
+        meeting = [name for name, part in out.items() if parts[part] > 1]
+        if not meeting:
+            break
+        for name in meeting:
+            out[name] = f"{slug(name)}-{_short_hash(name, size)}"
     return out
 
 
