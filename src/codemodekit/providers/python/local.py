@@ -14,6 +14,7 @@ import contextvars
 import functools
 import importlib
 import inspect
+import json
 import sys
 import threading
 import traceback
@@ -261,7 +262,10 @@ class LocalToolProvider:
         args: Any = arguments
         if tool.input_model is not None:
             try:
-                args = tool.input_model.model_validate(arguments)
+                # JSON mode: the arguments are JSON the sandbox sent, checked against the
+                # model's JSON Schema; in Python mode a strict model refuses a date, UUID
+                # or enum written as a string, and a tuple written as a list.
+                args = tool.input_model.model_validate_json(json.dumps(arguments))
             except ValidationError as exc:
                 raise self._input_invalid(name, exc) from None
         execute: Callable[..., Any] = tool.execute
