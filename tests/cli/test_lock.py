@@ -143,3 +143,61 @@ def test_a_source_that_cannot_be_reached_leaves_the_lock_alone(
     code, _, err = cli(capsys, "lock", "--allow-unavailable")
     assert code == 0, err
     assert lock.read_text(encoding="utf-8") == before  # the down source kept its entry
+
+
+# Each setting that changes which server or module a source reaches, beside one that does
+# not: a change of the first kind leaves its locked entry stale (`cwd` and a python
+# source's `path` did not, found by a review helper).
+REACH_CHANGES = {
+    "stdio cwd set": ("", 'cwd = "one"\n'),
+    "stdio cwd moved": ('cwd = "one"\n', 'cwd = "two"\n'),
+    "stdio args": ("", ""),  # the args change below, the baseline of the family
+}
+
+
+@pytest.mark.parametrize("change", list(REACH_CHANGES), ids=list(REACH_CHANGES))
+def test_a_change_of_where_a_stdio_server_runs_makes_its_entry_stale(
+    project: Path, capsys: pytest.CaptureFixture[str], change: str
+) -> None:
+    before, after = REACH_CHANGES[change]
+    for folder in ("one", "two"):
+        (project.parent / folder).mkdir(exist_ok=True)
+    config = project.read_text(encoding="utf-8")
+    up_line = f'args = ["{project.parent / "server.py"}"]\n'
+    project.write_text(config.replace(up_line, up_line + before), encoding="utf-8")
+    assert cli(capsys, "generate")[0] == 0
+    assert cli(capsys, "generate", "--check")[0] == 0
+    changed = config.replace(up_line, up_line + after)
+    if change == "stdio args":
+        changed = changed.replace('server.py"]', 'server.py", "--page-size", "2"]')
+    project.write_text(changed, encoding="utf-8")
+    code, _, err = cli(capsys, "generate", "--check")
+    assert code == 1, err
+    assert "up: its configuration changed since the lock was written" in err
+
+
+@pytest.mark.parametrize("moved", [False, True], ids=["same path", "path moved"])
+def test_a_python_source_is_stale_when_its_module_path_moves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], moved: bool
+) -> None:
+    monkeypatch.delenv("CODEMODE_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    module = f"cm_lock_path_{tmp_path.name.replace('-', '_')}"
+    for folder, text in (("one", "first"), ("two", "second")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / f"{module}.py").write_text(
+            "from codemodekit import define_tool\n"
+            f"t = define_tool(description={text!r}, input_schema={{'type': 'object'}},"
+            " execute=lambda a: 1)\n",
+            encoding="utf-8",
+        )
+    config = tmp_path / "codemode.toml"
+    body = (
+        'version = 1\nname = "n"\n[policy]\ndefault = "allow"\n'
+        f'[sources.app]\ntype = "python"\nmodule = "{module}"\npath = ["FOLDER"]\n'
+    )
+    config.write_text(body.replace("FOLDER", "one"), encoding="utf-8")
+    assert cli(capsys, "generate")[0] == 0
+    config.write_text(body.replace("FOLDER", "two" if moved else "one"), encoding="utf-8")
+    code, _, err = cli(capsys, "generate", "--check")
+    assert code == (1 if moved else 0), err

@@ -60,35 +60,42 @@ def reached_by(source: SourceSpec, root: Path | None) -> dict[str, Any]:
     if isinstance(source, McpStdioSource | McpHttpSource) and source.plugin is not None:
         # As written in the plugin (`${PLUGIN_ROOT}` unexpanded): portable, secret-free.
         plugin = source.plugin
-        where = plugin.root
-        if root is not None:
-            with contextlib.suppress(ValueError):
-                where = Path(os.path.relpath(where, root))
         return {
             "kind": "plugin",
             "plugin": plugin.to_json(),
-            "path": where.as_posix(),
+            "path": _portable(plugin.root, root),
             "entry": json.loads(plugin.entry),
         }
     if isinstance(source, McpStdioSource):
-        return {"kind": "mcp", "command": source.command, "args": list(source.args)}
+        reached: dict[str, Any] = {"kind": "mcp", "command": source.command}
+        reached["args"] = list(source.args)
+        if source.cwd is not None:  # the same command in another folder: another server
+            reached["cwd"] = _portable(source.cwd, root)
+        return reached
     if isinstance(source, McpHttpSource):
         return {"kind": "mcp", "url": source.url, "transport": source.transport}
     if isinstance(source, OpenApiSource):
-        document = source.document
-        if root is not None:
-            with contextlib.suppress(ValueError):  # another drive on Windows: keep it absolute
-                document = Path(os.path.relpath(document, root))
         return {
             "kind": "openapi",
-            "document": document.as_posix(),
+            "document": _portable(source.document, root),
             "base_url": source.base_url,
             "include": list(source.include),
             "exclude": list(source.exclude),
         }
     if isinstance(source, PythonSource):
-        return {"kind": "python", "module": source.module}
+        reached = {"kind": "python", "module": source.module}
+        if source.path:  # the same module name found in other folders: other tools
+            reached["path"] = [_portable(folder, root) for folder in source.path]
+        return reached
     raise TypeError(f"unknown source type: {type(source).__name__}")
+
+
+def _portable(path: Path, root: Path | None) -> str:
+    """``path`` relative to the spec's folder where it can be (POSIX separators)."""
+    if root is not None:
+        with contextlib.suppress(ValueError):  # another drive on Windows: keep it absolute
+            path = Path(os.path.relpath(path, root))
+    return path.as_posix()
 
 
 def _tool_json(tool: ToolSpec) -> dict[str, Any]:
