@@ -188,20 +188,33 @@ def define_tool(
         schema: Mapping[str, Any] = model_json_schema(input_model)
     else:
         assert input_schema is not None
-        if not isinstance(input_schema, Mapping):
-            raise TypeError("define_tool: input_schema must be a JSON Schema object (a dict)")
-        schema = dict(input_schema)
+        schema = _json_object(input_schema, "input_schema")
     return LocalTool(
         description=description,
         input_schema=schema,
         execute=execute,
-        output_schema=None if output_schema is None else dict(output_schema),
-        annotations=dict(annotations or {}),
+        output_schema=None
+        if output_schema is None
+        else _json_object(output_schema, "output_schema"),
+        annotations=_json_object(annotations or {}, "annotations"),
         name=name,
         input_model=input_model,
         context_style=_context_style(execute),
         blocking=bool(blocking),
     )
+
+
+def _json_object(value: Any, what: str) -> dict[str, Any]:
+    """``value`` as a dict, if it is a JSON object: the catalog, the lock and every generated
+    file hold it as JSON (a set, a tuple key or an integer of 4300 digits became a traceback
+    in ``codemode lock`` rather than an error where the tool is defined)."""
+    if not isinstance(value, Mapping):
+        raise TypeError(f"define_tool: {what} must be a JSON object (a dict)")
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise TypeError(f"define_tool: {what} is not JSON data ({exc})") from None
+    return dict(value)
 
 
 def _is_async(fn: Callable[..., Any]) -> bool:

@@ -1,4 +1,6 @@
-"""Two different Python tools never share a name (found by a review helper: a read-only
+"""What a Python source is defined with: each tool under a name of its own, as JSON.
+
+Two different Python tools never share a name (found by a review helper: a read-only
 ``list_records`` declared ``name="delete_all"`` silently replaced the destructive
 ``delete_all``, and with it what a policy rule for that name allows).
 
@@ -111,3 +113,26 @@ async def test_distinct_names_still_make_distinct_tools() -> None:
             " (await tools.app.y({})).structuredContent];"
         )
     assert result.ok and result.value == [1, 2], result
+
+
+# -- what a tool is defined with must be JSON ------------------------------------------------
+# The catalog, the lock and every generated file hold a tool's schemas as JSON: a value JSON
+# cannot hold ended `codemode lock` in a traceback (found by a review helper), far from the
+# define_tool call that made it.
+NOT_JSON = {
+    "a set": {"type": "string", "enum": {"a", "b"}},
+    "bytes": {"type": "string", "default": b"x"},
+    "NaN": {"type": "number", "maximum": float("nan")},
+    "a tuple key": {"type": "object", "properties": {("a", "b"): {}}},
+    "a 5000-digit integer": {"type": "integer", "maximum": 10**5000},
+    "an object": {"type": "string", "default": object()},
+}
+
+
+@pytest.mark.parametrize("where", ["input_schema", "output_schema", "annotations"])
+@pytest.mark.parametrize("case", list(NOT_JSON), ids=list(NOT_JSON))
+def test_define_tool_refuses_what_json_cannot_hold(case: str, where: str) -> None:
+    value = NOT_JSON[case]
+    fields: dict[str, object] = {"input_schema": {"type": "object"}, where: value}
+    with pytest.raises(TypeError, match=f"{where} is not JSON data"):
+        define_tool(description="d", execute=lambda a: 1, **fields)  # type: ignore[arg-type]
