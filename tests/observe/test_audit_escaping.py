@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -81,3 +82,20 @@ def test_any_text_gives_one_line_that_reads_back(text: str) -> None:
 def test_printable_text_is_written_as_it_is(tmp_path: Path) -> None:
     line = audit_line({"a": "plain ascii", "b": "é ü 漢字"})
     assert line == '{"a":"plain ascii","b":"é ü 漢字"}\n'  # printable text stays as it is
+
+
+async def test_an_audit_file_that_cannot_be_written_never_fails_a_run_or_the_close(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # /dev/full takes every write and fails every flush: as a full disk would at exit
+    # (closing raised OSError, a traceback as `codemode serve` ended; found by a review
+    # helper).
+    sink = AuditSink("/dev/full")
+    echo = define_tool(description="e", input_schema={"type": "object"}, execute=lambda a: 1)
+    cm = CodeMode(sources=[local("app", {"e": echo})], policy=allow_all_tool_calls())
+    cm.add_observer(sink)
+    async with cm:
+        assert (await cm.run("return await tools.app.e({});")).ok
+    sink.close()
+    sink.close()  # once closed, closing again is nothing
+    assert any("could not be flushed" in r.getMessage() for r in caplog.records)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import os
 import re
 import sys
@@ -145,9 +146,17 @@ class AuditSink(BaseObserver):
         self._write(record)
 
     def close(self) -> None:
+        """Close the file; lines it could not write were logged as they failed, and a
+        failure to flush them once more is logged too, never raised (it runs as the
+        server exits)."""
         if self._own is not None:
             with self._lock:
-                self._own.close()
+                try:
+                    self._own.close()
+                except OSError as exc:
+                    logging.getLogger("codemodekit.observe").warning(
+                        "the audit file %s could not be flushed as it closed: %s", self.path, exc
+                    )
             self._own = None
 
 
