@@ -17,7 +17,13 @@ from typing import Any
 
 from codemodekit.catalog.frozen import EMPTY, FrozenJSON, freeze, json_or_empty, thaw
 from codemodekit.nesting import NESTING_HINT, depth_exceeds, text_depth_exceeds
-from codemodekit.providers.base import Discovery, SkippedTool, ToolSpec, well_formed_discovery
+from codemodekit.providers.base import (
+    Discovery,
+    SkippedTool,
+    ToolSpec,
+    well_formed_discovery,
+    well_formed_spec,
+)
 from codemodekit.schema import (
     SchemaUnsupported,
     Validator,
@@ -295,7 +301,10 @@ def _safe_definition(
 ) -> tuple[ToolDefinition, EnforcedSchemas | None, str]:
     """``_definition``, but an unexpected failure quarantines this tool, not the catalog."""
     try:
-        return _definition(source, spec, proven)
+        try:
+            return _definition(source, spec, proven)
+        except UnicodeEncodeError:  # a lone surrogate in a schema: U+FFFD, and once more
+            return _definition(source, well_formed_spec(spec), proven)
     except (KeyboardInterrupt, SystemExit, GeneratorExit, asyncio.CancelledError):
         raise
     except BaseException:  # also a Rust panic, which is not an Exception
@@ -334,7 +343,7 @@ def build_contribution(
     compiled on a tool's first call (``Catalog.validators``); schemas unchanged since
     ``previous`` are not checked again.
     """
-    discovery = well_formed_discovery(discovery)
+    discovery = well_formed_discovery(discovery, schemas=False)
     by_name: dict[str, ToolSpec] = {}
     duplicates = 0
     for spec in discovery.tools:

@@ -140,7 +140,7 @@ def _tool_from_json(data: Mapping[str, Any]) -> ToolSpec:
 def lock_document(spec: Spec, discoveries: Mapping[str, Discovery]) -> dict[str, Any]:
     sources: dict[str, Any] = {}
     for name in sorted(discoveries):
-        discovery = well_formed_discovery(discoveries[name])
+        discovery = well_formed_discovery(discoveries[name], schemas=False)
         sources[name] = {
             "reached_by": reached_by(spec.sources[name], spec.root),
             "tools": [_tool_json(t) for t in sorted(discovery.tools, key=lambda t: t.name)],
@@ -155,8 +155,13 @@ def lock_document(spec: Spec, discoveries: Mapping[str, Discovery]) -> dict[str,
 def lock_text(spec: Spec, discoveries: Mapping[str, Discovery]) -> str:
     """The lock file's text: deterministic (sources and tools sorted by name), so diffs are
     reviewable. Keys are NOT sorted: a schema's property order is what the declarations show."""
-    document = lock_document(spec, discoveries)
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps(lock_document(spec, discoveries), indent=2, ensure_ascii=False) + "\n"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate in a schema: as the catalog holds it
+        well_formed = {name: well_formed_discovery(d) for name, d in discoveries.items()}
+        text = json.dumps(lock_document(spec, well_formed), indent=2, ensure_ascii=False) + "\n"
+    return text
 
 
 @dataclass(frozen=True, slots=True)

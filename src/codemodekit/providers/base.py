@@ -64,17 +64,21 @@ class Discovery:
     to the model with the source's name unless ``codemode.toml`` gives a description."""
 
 
-_SPEC_TEXTS: tuple[str, ...] = ("name", "description", "input_schema", "output_schema")
-_SPEC_TEXTS += ("annotations", "meta", "provenance")
+_SMALL_TEXTS = ("name", "description", "annotations", "meta", "provenance")
+_SCHEMAS = ("input_schema", "output_schema")
 
 
-def well_formed_discovery(discovery: Discovery) -> Discovery:
+def well_formed_discovery(discovery: Discovery, *, schemas: bool = True) -> Discovery:
     """``discovery`` with every lone surrogate replaced by U+FFFD. JSON allows ``"\\ud800"``
     and UTF-8 does not: an upstream (or a lock) that sends one in a tool's name, text or
     schema would make every digest, lock and file of the catalog fail to encode. A name
-    changed here reaches no upstream tool, and calling it fails there. Applied where the
-    catalog and the lock take a discovery, so neither ever holds one."""
-    tools = tuple(map(_well_formed_spec, discovery.tools))
+    changed here reaches no upstream tool, and calling it fails there.
+
+    ``schemas=False`` leaves the schemas as they are (the catalog encodes their canonical
+    text anyway, and makes a tool well-formed only when that fails: ``well_formed_spec``),
+    so that a build pays for the small texts alone."""
+    fields = _SMALL_TEXTS + _SCHEMAS if schemas else _SMALL_TEXTS
+    tools = tuple(well_formed_spec(spec, fields) for spec in discovery.tools)
     skipped = tuple(
         SkippedTool(well_formed(s.name), well_formed(s.reason))
         if has_surrogates([s.name, s.reason])
@@ -91,11 +95,13 @@ def well_formed_discovery(discovery: Discovery) -> Discovery:
     return Discovery(tools=tools, skipped=skipped, description=description)
 
 
-def _well_formed_spec(spec: ToolSpec) -> ToolSpec:
+def well_formed_spec(spec: ToolSpec, fields: tuple[str, ...] = _SMALL_TEXTS + _SCHEMAS) -> ToolSpec:
+    """``spec`` with every lone surrogate of ``fields`` replaced by U+FFFD (``spec`` itself
+    when there is none)."""
     try:
-        if not has_surrogates([getattr(spec, f) for f in _SPEC_TEXTS]):
+        if not has_surrogates([getattr(spec, f) for f in fields]):
             return spec
-        return replace(spec, **{f: well_formed(_plain(getattr(spec, f))) for f in _SPEC_TEXTS})
+        return replace(spec, **{f: well_formed(_plain(getattr(spec, f))) for f in fields})
     except Exception:  # nested too deep, or not JSON-like: the catalog quarantines it
         return replace(spec, name=well_formed(spec.name)) if isinstance(spec.name, str) else spec
 
