@@ -83,12 +83,13 @@ def body_of(program: CompiledProgram) -> str:
 
 
 def assert_positions_preserved(source: str, program: CompiledProgram) -> None:
-    """Every character kept at its index; erased ones are blanks, line breaks stay put."""
+    """Every character kept at its index; erased ones are blanks, line breaks stay put (one
+    QuickJS would not count as a line may become LF)."""
     body = body_of(program)
     assert len(body) == len(source), (source, body)
     for index, (original, output) in enumerate(zip(source, body, strict=True)):
         if original in _LINE_TERMINATORS:
-            assert output == original, f"line break moved at {index}: {body!r}"
+            assert output in (original, "\n"), f"line break moved at {index}: {body!r}"
         elif output != original:
             assert output in _WRITTEN, f"character {original!r} at {index} became {output!r}"
 

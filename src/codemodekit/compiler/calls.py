@@ -11,9 +11,10 @@ user's code (the caret of a failing call). Every other reference to ``tools`` ke
 proxy path, with its hints and messages.
 
 Lowering is all or nothing per script and refuses whenever it cannot be sure that ``tools``
-is the global: any other use of the word ``tools`` (a binding, a key, a string) or a
-``with`` statement leaves the script as it is. The table's name is one the script does not
-contain, so user code cannot name it.
+is the global: any other use of the word ``tools`` (a binding, a key, a string), a ``with``
+statement or a name written with a ``\\u`` escape (``\\u0074ools`` binds ``tools`` without
+the word) leaves the script as it is. The table's name is one the script does not contain,
+so user code cannot name it.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import re
 import tree_sitter as ts
 
 from codemodekit.compiler.location import LINE_BREAK
+from codemodekit.compiler.sources import escaped_names
 
 _CANDIDATE = re.compile(
     rb"(?<![A-Za-z0-9_$.])await[ \t]+(tools\.[A-Za-z_$][A-Za-z0-9_$]*\.[A-Za-z_$][A-Za-z0-9_$]*)"
@@ -50,7 +52,7 @@ def plan_direct_calls(
 ) -> tuple[bytes, str, list[tuple[int, str, str]]] | None:
     """Which callees to replace: ``(new data, parameter, [(offset, source, tool)])``, or
     ``None`` when the script keeps the proxy path throughout."""
-    if b"tools" not in data or _WITH.search(data):
+    if b"tools" not in data or _WITH.search(data) or escaped_names(data, root):
         return None
     uses = [m.start() for m in _WORD.finditer(data)]
     for at in uses:

@@ -72,6 +72,10 @@ class CodeCompiler:
 
     def _parse(self, data: bytes) -> ts.Node:
         deadline = time.perf_counter() + self.parse_budget_ms / 1000
+        if data.startswith(b"#!"):
+            # tree-sitter's `#!` line runs to LF; JavaScript's, like a `//` comment's, ends
+            # at CR, U+2028 and U+2029 too. Parsed as one, the code after them is code.
+            data = b"//" + data[2:]
 
         def read(offset: int, _point: ts.Point) -> bytes:
             return data[offset:]
@@ -97,13 +101,14 @@ class CodeCompiler:
         ``None`` when it reaches ``tools`` any other way (then every source may be needed).
         Code that does not parse also gives ``None``: its compile error comes from ``compile``.
         """
+        data = source.encode("utf-8", "surrogatepass")
         try:
-            root = self._parse(source.encode("utf-8", "surrogatepass"))
+            root = self._parse(data)
         except CompileFailure:
             return None
         if root.has_error:
             return None
-        return referenced_sources(root)
+        return referenced_sources(root, data)
 
     def ends_in_expression(self, source: str) -> bool:
         """Whether ``source`` parses and its last statement is a bare expression (``x``),

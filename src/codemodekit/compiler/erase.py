@@ -4,7 +4,8 @@
 compiler refuses; ``render`` replaces the regions with spaces (line terminators kept), so each
 character of the output sits at the same index as in the input. A handful of single ASCII
 characters are written *inside* erased regions where blanking alone would change what the
-JavaScript means (see ``_Planner``).
+JavaScript means (see ``_Planner``), and a CR, U+2028 or U+2029 that QuickJS would not count
+as a line is written as LF (see ``_Planner._uncounted_breaks``).
 """
 
 from __future__ import annotations
@@ -15,14 +16,25 @@ from dataclasses import dataclass, field
 
 import tree_sitter as ts
 
-from codemodekit.compiler.query import REJECTIONS, capture
+from codemodekit.compiler.query import (
+    REJECTIONS,
+    capture,
+    html_comment_tokens,
+    uncounted_break_holders,
+)
 
 _BLANKABLE = re.compile(r"[^\n\r\u2028\u2029]")
 _ASCII_BLANK = bytes(b if b in (0x0A, 0x0D) else 0x20 for b in range(128)) + bytes(128)
 _MAY_BREAK = frozenset(b"\n\r/\xe2")
 _HTML_OPEN = b"<!--"
 _HTML_CLOSE = b"-->"
-_BLOCK_COMMENT = re.compile(rb"/\*.*?\*/", re.DOTALL)
+_LINE_TERMINATORS = "\n\r\u2028\u2029"
+_LINE_END = re.compile(rb"[\n\r]|\xe2\x80[\xa8\xa9]")
+_SEPARATORS = (b"\xe2\x80\xa8", b"\xe2\x80\xa9")
+_UNCOUNTED_IN_BLOCK = re.compile(rb"\r(?!\n)|\xe2\x80[\xa8\xa9]")
+# Blank for tree-sitter (its extras) though not all are JavaScript whitespace: QuickJS refuses
+# those, so walking over them only ever refuses more.
+_OTHER_BLANKS = "\ufeff\u200b\u2060"
 _STATEMENT_ENDERS = frozenset(
     {
         "expression_statement",
@@ -54,6 +66,8 @@ class Plan:
     """Merged, sorted byte ranges to blank."""
     writes: dict[int, str] = field(default_factory=dict)
     """Byte offset (inside a range) → one ASCII character replacing the character there."""
+    breaks: list[int] = field(default_factory=list)
+    """Sorted byte offsets (outside the ranges) of CR, U+2028 or U+2029 written as LF."""
     rejection: Rejection | None = None
 
 
@@ -94,11 +108,15 @@ class _Planner:
         return Plan(
             ranges=list(zip(self.starts, self.ends, strict=True)),
             writes=self.writes,
+            breaks=self._uncounted_breaks(),
             rejection=self._first_rejection(),
         )
 
     def _collect_erasures(self, captures: dict[str, list[ts.Node]]) -> None:
         get = captures.get
+        if self.source.startswith(b"#!"):  # parsed as the `//` comment it is to JavaScript
+            line_end = _LINE_END.search(self.source)
+            self.raw.append((0, len(self.source) if line_end is None else line_end.start()))
         for node in get("erase", ()):
             self.raw.append((node.start_byte, node.end_byte))
         for expression in get("bang", ()):
@@ -141,6 +159,14 @@ class _Planner:
         ):
             for node in get(kind, ()):
                 self._reject(kind, node)
+        for node in get("generic_call", ()):
+            # `a < b > (c)` is a call for TypeScript (`a<b>(c)`); tree-sitter may read it as
+            # two comparisons, at the end of the code, before more binary operators.
+            right = node.child_by_field_name("right")
+            if right is not None and self.source.startswith(b"(", right.start_byte):
+                left = node.child_by_field_name("left")
+                operator = left.child_by_field_name("operator") if left is not None else None
+                self._reject("generic_call", operator or node)
         # Compared here, not with a query predicate: predicates need the tree's text, which a
         # tree parsed from a read callback fetches again through the callback, slowly.
         for node in get("callee", ()):
@@ -442,33 +468,98 @@ class _Planner:
         return following is not None and following.type == ";"
 
     def _check_html_comments(self) -> None:
-        """QuickJS reads `<!--` and a line-leading `-->` as comments; tree-sitter does not."""
-        source = self.source
-        if _HTML_OPEN in source:
-            at = source.find(_HTML_OPEN)
-            while at >= 0:
-                leaf = self.root.descendant_for_byte_range(at, at + 1)
-                if leaf is not None and leaf.type == "<":
-                    self.rejections.append(
-                        Rejection("html_comment", at, REJECTIONS["html_comment"])
-                    )
-                at = source.find(_HTML_OPEN, at + 1)
-        if _HTML_CLOSE in source:
-            at = source.find(_HTML_CLOSE)
-            while at >= 0:
-                leaf = self.root.descendant_for_byte_range(at, at + 2)
-                if leaf is not None and leaf.type == "--" and self._line_leading(at):
-                    self.rejections.append(
-                        Rejection("html_comment", at, REJECTIONS["html_comment"])
-                    )
-                at = source.find(_HTML_CLOSE, at + 1)
+        """QuickJS reads `<!--` and a line-leading `-->` as comments; tree-sitter does not.
 
-    def _line_leading(self, offset: int) -> bool:
-        """Only whitespace and comments between the previous line break and ``offset``."""
-        line_start = max(self.source.rfind(b"\n", 0, offset), self.source.rfind(b"\r", 0, offset))
-        segment = _BLOCK_COMMENT.sub(b"", self.source[line_start + 1 : offset])
-        segment = segment.rsplit(b"*/", 1)[-1]
-        return not segment.strip()
+        One pass over the tokens the tree has there, in source order, up to the first refusal
+        (a per-occurrence tree lookup was quadratic on a long line of `x-->0;`).
+        """
+        source = self.source
+        if _HTML_OPEN not in source and _HTML_CLOSE not in source:
+            return
+        found = html_comment_tokens(self.root)
+        candidates = sorted(
+            [
+                n.start_byte
+                for n in found.get("less", ())
+                if source.startswith(_HTML_OPEN, n.start_byte)
+            ]
+            + [
+                n.start_byte
+                for n in found.get("decrement", ())
+                if source.startswith(_HTML_CLOSE, n.start_byte)
+            ]
+        )
+        if not candidates:
+            return
+        comments = {n.end_byte: n.start_byte for n in found.get("comment", ())}
+        for at in candidates:
+            if self._erased(at):
+                continue
+            if source[at] == ord("<") or self._line_leading(at, comments):
+                self.rejections.append(Rejection("html_comment", at, REJECTIONS["html_comment"]))
+                return
+
+    def _line_leading(self, offset: int, comments: dict[int, int]) -> bool:
+        """A line terminator (LF, CR, U+2028, U+2029, also inside a comment or erased text)
+        between the previous token and ``offset``, or no previous token: where QuickJS reads
+        `-->` as a comment. Walks back over whitespace, comments (``comments``: end → start)
+        and erased text only, so all the walks of one script together read it at most once.
+        """
+        source = self.source
+        at = offset
+        while at > 0:
+            comment_start = comments.get(at)
+            if comment_start is not None:
+                if self._has_line_break(comment_start, at):
+                    return True
+                at = comment_start
+                continue
+            i = self._range_at(at - 1)
+            if i >= 0:
+                if self._has_line_break(self.starts[i], at):
+                    return True
+                at = self.starts[i]
+                continue
+            lead = at - 1
+            while lead > 0 and 0x80 <= source[lead] < 0xC0:
+                lead -= 1
+            char = source[lead:at].decode("utf-8", "replace")
+            if char in _LINE_TERMINATORS:
+                return True
+            if not (char.isspace() or char in _OTHER_BLANKS):
+                return False
+            at = lead
+        return True  # the start of the code: the wrapper's line break precedes it
+
+    def _uncounted_breaks(self) -> list[int]:
+        """The line terminators QuickJS does not count as lines, to be written as LF.
+
+        QuickJS numbers lines by the terminators it meets between tokens, but inside a block
+        comment it counts only LF, and it counts no U+2028/U+2029 that ends a `//` comment
+        or continues a string (nor, then, does it end the statement there, as TypeScript
+        does: `return // c⏎1`). An LF there means the same to JavaScript, and every engine
+        position then maps back to the line the compiler's locations count. (U+2028/U+2029
+        in string and template text is part of the value: it stays, uncounted by QuickJS.)
+        """
+        source = self.source
+        if not (b"\r" in source or b"\xe2\x80\xa8" in source or b"\xe2\x80\xa9" in source):
+            return []
+        found = uncounted_break_holders(self.root)
+        breaks: list[int] = []
+        for node in found.get("comment", ()):
+            start, end = node.start_byte, node.end_byte
+            if self._erased(start):
+                continue  # blanked: its line terminators stand between tokens
+            if source.startswith(b"/*", start):
+                breaks += (m.start() for m in _UNCOUNTED_IN_BLOCK.finditer(source, start, end))
+            elif source.startswith(_SEPARATORS, end) and not self._erased(end):
+                breaks.append(end)
+        for node in found.get("escape", ()):
+            if not self._erased(node.start_byte) and source.startswith(
+                _SEPARATORS, node.start_byte + 1
+            ):
+                breaks.append(node.start_byte + 1)
+        return sorted(breaks)
 
     # --- result --------------------------------------------------------------------------
 
@@ -503,15 +594,24 @@ def _blank(chunk: bytes) -> bytes:
 
 
 def render(source: bytes, plan: Plan) -> str:
-    """The source with every planned range blanked; character indices unchanged."""
-    if not plan.ranges:
+    """The source with every planned range blanked and every planned break written as LF;
+    character indices unchanged."""
+    if not plan.ranges and not plan.breaks:
         return source.decode("utf-8")
+    edits = [(start, end, False) for start, end in plan.ranges]
+    if plan.breaks:  # never inside a range
+        edits += [(at, at + _char_width(source[at]), True) for at in plan.breaks]
+        edits.sort()
     writes = sorted(plan.writes.items())
     w = 0
     pieces: list[bytes] = []
     position = 0
-    for start, end in plan.ranges:
+    for start, end, is_break in edits:
         pieces.append(source[position:start])
+        position = end
+        if is_break:
+            pieces.append(b"\n")
+            continue
         cursor = start
         while w < len(writes) and writes[w][0] < end:
             at, char = writes[w]
@@ -522,7 +622,6 @@ def render(source: bytes, plan: Plan) -> str:
             pieces.append(char.encode("ascii"))
             cursor = at + _char_width(source[at])
         pieces.append(_blank(source[cursor:end]))
-        position = end
     pieces.append(source[position:])
     return b"".join(pieces).decode("utf-8")
 

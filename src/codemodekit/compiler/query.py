@@ -142,10 +142,54 @@ _LAZY_GROUPS = (
   left: (binary_expression operator: "<" @generic_tag)
   operator: ">"
   right: (template_string))
+(binary_expression
+  left: (binary_expression operator: "<")
+  operator: ">") @generic_call
 """,
-        tokens=(b"`",),
+        tokens=(b"`", b"<"),
     ),
 )
+
+
+# Run only on scripts that contain what they look for, so they are compiled on first need
+# and not ahead by a sandbox zygote.
+_HTML_TOKENS = r"""
+"<" @less
+"--" @decrement
+(comment) @comment
+"""
+"""Where `<!--` or `-->` may start, and the comments between tokens."""
+_ESCAPE_HOLDERS = r"""
+[(string_fragment) (escape_sequence) (regex_pattern) (comment) (html_comment) (hash_bang_line)]
+@text
+"""
+"""Every node whose text may hold a backslash that is not part of a name."""
+
+_UNCOUNTED_BREAK_HOLDERS = r"""
+(comment) @comment
+(string (escape_sequence) @escape)
+"""
+"""Where QuickJS does not count a line terminator as a line (see ``erase``)."""
+
+
+@cache
+def _rare_query(source: str) -> ts.Query:
+    return ts.Query(LANGUAGE, source)
+
+
+def html_comment_tokens(root: ts.Node) -> dict[str, list[ts.Node]]:
+    """The `<` and `--` tokens (``less``, ``decrement``) and comments of the tree."""
+    return ts.QueryCursor(_rare_query(_HTML_TOKENS)).captures(root)
+
+
+def escape_holders(root: ts.Node) -> list[ts.Node]:
+    """Strings, template text, regular expressions and comments: where `\\u` is not a name."""
+    return ts.QueryCursor(_rare_query(_ESCAPE_HOLDERS)).captures(root).get("text", [])
+
+
+def uncounted_break_holders(root: ts.Node) -> dict[str, list[ts.Node]]:
+    """The comments (``comment``) and string escapes (``escape``) of the tree."""
+    return ts.QueryCursor(_rare_query(_UNCOUNTED_BREAK_HOLDERS)).captures(root)
 
 
 @cache
@@ -206,6 +250,9 @@ REJECTIONS: dict[str, str] = {
     "class body and assign it in the constructor",
     "generic_tag": "type arguments on a tagged template (tag<T>`...`) are not supported: "
     "write the tag without them",
+    "generic_call": "TypeScript reads `f<T>(x)` here as a call with type arguments, but the "
+    "parser read comparisons: end the statement with `;`, or write `(a < b) > (c)` if "
+    "comparisons are meant",
     "html_comment": "HTML-like comments (`<!--`, `-->`) are not supported: use `//` comments",
     "keyword_break": "a line break inside or right after the type at the start of this "
     "`return`/`throw`/`yield` operand changes its meaning once types are erased: keep the "

@@ -3,13 +3,19 @@
 ``codemode run`` starts only those sources. Every way of reaching ``tools`` other than
 ``tools.<name>`` or ``tools["<name>"]`` (a computed key, passing ``tools`` around,
 ``globalThis`` or ``this``, which can lead to the global object) makes the answer ``None``:
-start every source. A wrong "all" costs start-up time; a wrong subset would fail a run, so
-every doubt goes to "all".
+start every source. So does a name written with a ``\\u`` escape (``\\u0074ools`` is
+``tools``), which no comparison of names' text would see. A wrong "all" costs start-up
+time; a wrong subset would fail a run, so every doubt goes to "all".
 """
 
 from __future__ import annotations
 
+import bisect
+import re
+
 import tree_sitter as ts
+
+from codemodekit.compiler.query import escape_holders
 
 _TOOLS = b"tools"
 # Names that may reach the global object, and with it `tools`, without naming it.
@@ -19,8 +25,29 @@ _NAME_NODES = frozenset(
 )
 
 
-def referenced_sources(root: ts.Node) -> frozenset[str] | None:
-    """The source names ``root`` reaches through ``tools``, or ``None`` when not static."""
+_ESCAPE = re.compile(rb"\\u")
+
+
+def escaped_names(data: bytes, root: ts.Node) -> bool:
+    """Whether a ``\\u`` of ``data`` (parsed as ``root``) may be in a name rather than in a
+    string, template text, regular expression or comment: the name's text then differs from
+    the name JavaScript reads (``\\u0074ools``, ``\\u0024cm``)."""
+    if b"\\u" not in data:
+        return False
+    holders = sorted((n.start_byte, n.end_byte) for n in escape_holders(root))
+    starts = [start for start, _ in holders]
+    for match in _ESCAPE.finditer(data):
+        i = bisect.bisect_right(starts, match.start()) - 1
+        if i < 0 or match.start() >= holders[i][1]:
+            return True
+    return False
+
+
+def referenced_sources(root: ts.Node, data: bytes) -> frozenset[str] | None:
+    """The source names ``root`` (the tree of ``data``) reaches through ``tools``, or ``None``
+    when not static."""
+    if escaped_names(data, root):
+        return None
     found: set[str] = set()
     stack = [root]
     while stack:
