@@ -319,12 +319,13 @@ class CodeMode:
         called on the event loop; keep it quick). Entries the log limits drop before they
         could be sent become one ``truncated`` entry; past the log budget the stream is held
         back and the run's last entries follow when it ends. ``RunResult.logs`` is the same
-        with or without it.
+        with or without it, and holds the lines a run wrote before a wall limit or a
+        cancellation ended it too.
         """
         if self._state != "started":
             raise RuntimeError("CodeMode is not started: use `async with CodeMode(...)` first")
         if self._expect_run is not None:
-            self._expect_run(self.limits, callable(on_log))
+            self._expect_run(self.limits, True)  # logs always stream: see ``_run``
         execution_id = uuid.uuid4().hex
         observer = self._observer
         if observer is None:
@@ -383,7 +384,18 @@ class CodeMode:
             caller=caller,
             context=context,
         )
-        bridge.on_log = on_log
+        # Logs always stream to the host: what came is the run's logs if it ends without an
+        # outcome of the sandbox (a wall limit, a cancellation), bounded by the log limits
+        # as the stream is. Without it those runs lost every console line.
+        streamed: list[LogEntry] = []
+        caller_on_log = on_log
+
+        def keep_log(entry: LogEntry) -> None:
+            streamed.append(entry)
+            if caller_on_log is not None:
+                caller_on_log(entry)
+
+        bridge.on_log = keep_log
         revision = pinned.revision
 
         compile_ms = 0.0
@@ -393,7 +405,7 @@ class CodeMode:
             ok: bool,
             *,
             value: Any = None,
-            logs: tuple[LogEntry, ...] = (),
+            logs: tuple[LogEntry, ...] | None = None,
             diagnostic: Diagnostic | None = None,
             warnings: tuple[str, ...] = (),
         ) -> RunResult:
@@ -402,7 +414,7 @@ class CodeMode:
                 ok=ok,
                 execution_id=execution_id,
                 value=value,
-                logs=logs,
+                logs=tuple(streamed) if logs is None else logs,
                 diagnostic=diagnostic,
                 tool_calls=bridge.calls_started,
                 duration_ms=(time.perf_counter() - started) * 1000,
