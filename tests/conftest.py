@@ -7,6 +7,8 @@ import contextlib
 import http.server
 import os
 import shutil
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -72,6 +74,24 @@ def http_handler_server(handler: type[http.server.BaseHTTPRequestHandler]) -> It
     finally:
         server.shutdown()
         server.server_close()
+
+
+def codemode_cli(
+    project: Path, *argv: str, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """``codemode ARGV`` run as a user runs it, in ``project``, with no standard input;
+    ``timeout`` is a hang guard only."""
+    return subprocess.run(
+        [sys.executable, "-m", "codemodekit", *argv],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        errors="surrogateescape",
+        timeout=timeout,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

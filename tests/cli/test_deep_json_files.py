@@ -9,27 +9,15 @@ holding such a document ended the command in a traceback (found by a review help
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import codemode_cli
 from tests.providers.plugin.test_plugin_source import MCP_SCHEMA, PLUGIN_SCHEMA
 
 DEEP = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
 PLUGIN = "vendor/team-tools"
-
-
-def _cli(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "codemodekit", *args],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
 
 
 def _plugin_project(project: Path) -> None:
@@ -57,23 +45,23 @@ CASES = {
 def test_a_deep_json_file_is_a_clear_error(tmp_path: Path, case: str) -> None:
     relative, command, setup = CASES[case]
     if setup is None:
-        assert _cli(tmp_path, "init", ".").returncode == 0
+        assert codemode_cli(tmp_path, "init", ".").returncode == 0
     else:
         setup(tmp_path)
     target = tmp_path / relative
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(DEEP)
-    done = _cli(tmp_path, *command)
+    done = codemode_cli(tmp_path, *command)
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     assert done.returncode != 0
     assert Path(relative).name in done.stderr + done.stdout
 
 
 def test_a_deep_generated_manifest_is_taken_as_no_manifest(tmp_path: Path) -> None:
-    assert _cli(tmp_path, "init", ".").returncode == 0
-    assert _cli(tmp_path, "generate").returncode == 0
+    assert codemode_cli(tmp_path, "init", ".").returncode == 0
+    assert codemode_cli(tmp_path, "generate").returncode == 0
     (tmp_path / "codemode" / "catalog.json").write_text(DEEP)
-    done = _cli(tmp_path, "generate")
+    done = codemode_cli(tmp_path, "generate")
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     assert done.returncode == 0, done.stderr
     assert json.loads((tmp_path / "codemode" / "catalog.json").read_text())  # written anew

@@ -7,24 +7,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.conftest import codemode_cli
 
 CONTROLS = [chr(c) for c in (*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0))]
 EVERY = "".join(CONTROLS)
-
-
-def _cli(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "codemodekit", *args],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        errors="surrogateescape",
-        timeout=300,
-        check=False,
-    )
 
 
 def _assert_inert(done: subprocess.CompletedProcess[str]) -> None:
@@ -58,7 +46,7 @@ def test_run_prints_the_models_control_characters_as_escapes(tmp_path: Path) -> 
         "if (every.length > 0) { throw new Error('failed ' + every); }\nreturn every;\n",
         encoding="utf-8",
     )
-    done = _cli(tmp_path, "run", str(script))
+    done = codemode_cli(tmp_path, "run", str(script))
     assert done.returncode != 0
     _assert_inert(done)
     assert "\\x1b" in done.stdout + done.stderr and "\\x9b" in done.stdout + done.stderr
@@ -67,7 +55,7 @@ def test_run_prints_the_models_control_characters_as_escapes(tmp_path: Path) -> 
 def test_run_prints_a_returned_value_with_control_characters_as_escapes(tmp_path: Path) -> None:
     script = _project(tmp_path) / "value.ts"
     script.write_text(f"return {json.dumps(EVERY)};\n", encoding="utf-8")
-    done = _cli(tmp_path, "run", str(script))
+    done = codemode_cli(tmp_path, "run", str(script))
     assert done.returncode == 0, done.stderr
     _assert_inert(done)
 
@@ -75,7 +63,7 @@ def test_run_prints_a_returned_value_with_control_characters_as_escapes(tmp_path
 def test_search_prints_an_upstream_description_with_control_characters_as_escapes(
     tmp_path: Path,
 ) -> None:
-    done = _cli(_project(tmp_path), "search", "finds things")
+    done = codemode_cli(_project(tmp_path), "search", "finds things")
     assert done.returncode == 0, done.stderr
     assert "local.lookup" in done.stdout
     _assert_inert(done)
@@ -94,6 +82,6 @@ def test_the_excerpt_is_the_line_the_error_names(tmp_path: Path) -> None:
         script.write_text(
             f"// one{char}comment\nconst a = 1;\nconst b = ;\nreturn a;\n", encoding="utf-8"
         )
-        done = _cli(tmp_path, "run", str(script))
+        done = codemode_cli(tmp_path, "run", str(script))
         assert done.returncode != 0
         assert "3 | const b = ;" in done.stderr, (repr(char), done.stderr)

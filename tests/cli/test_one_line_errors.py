@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +9,7 @@ import pytest
 from codemodekit import CodeMode, define_tool, local
 from codemodekit.bridge.policy import allow_all_tool_calls
 from codemodekit.cli import main
+from tests.conftest import codemode_cli
 
 TOOLS_MODULE = """
 from codemodekit import define_tool
@@ -41,39 +40,27 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def codemode(project: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "codemodekit", *argv],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
-
-
 def test_an_internal_tool_error_has_no_traceback_unless_verbose(project: Path) -> None:
-    done = codemode(project, "run", "s.ts")
+    done = codemode_cli(project, "run", "s.ts")
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
     assert "TOOL_INTERNAL_ERROR" in done.stderr
     assert "run with --verbose for the traceback" in done.stderr
     assert "internal detail" not in done.stderr  # the cause stays in the host log
-    verbose = codemode(project, "run", "s.ts", "--verbose")
+    verbose = codemode_cli(project, "run", "s.ts", "--verbose")
     assert verbose.returncode == 1
     assert "Traceback" in verbose.stderr and "RuntimeError: internal detail" in verbose.stderr
 
 
 def test_serve_with_stdin_from_dev_null_is_one_line(project: Path) -> None:
-    done = codemode(project, "serve")
+    done = codemode_cli(project, "serve")
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1
     assert done.stderr.startswith("codemode serve: standard input is not connected to an MCP")
 
 
 def test_check_does_not_promise_a_reconnect_as_it_exits(project: Path) -> None:
-    done = codemode(project, "check")
+    done = codemode_cli(project, "check")
     assert done.returncode == 1
     assert "broken" in done.stdout
     assert "reconnecting" not in done.stdout + done.stderr

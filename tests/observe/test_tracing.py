@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from mcp import Client
 from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from codemodekit import CodeMode, Limits, allow_all_tool_calls, define_tool, local
@@ -19,22 +16,6 @@ from tests.providers.openapi.conftest import make_provider
 from tests.providers.openapi.server import RecordingApp, ServerThread
 
 SECRET = "do-not-export-this-argument"
-
-
-_MEMORY = InMemorySpanExporter()
-
-
-@pytest.fixture
-def exporter() -> Iterator[InMemorySpanExporter]:
-    # The mcp SDK's spans use the global provider, which can be set once per process.
-    if not isinstance(trace.get_tracer_provider(), TracerProvider):
-        provider = TracerProvider()
-        provider.add_span_processor(SimpleSpanProcessor(_MEMORY))
-        trace.set_tracer_provider(provider)
-    _MEMORY.clear()
-    yield _MEMORY
-    disable_upstream_spans()
-    _MEMORY.clear()
 
 
 ECHO = define_tool(

@@ -9,12 +9,7 @@ before the name was looked up. Its span keeps the model's names as attributes, c
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -23,7 +18,6 @@ from codemodekit.errors import MAX_NAME_CHARS
 from codemodekit.observe import UNLISTED
 from codemodekit.observe.metrics import CodeModeMetrics
 from codemodekit.observe.tracing import TracingObserver
-from tests.observe.test_tracing import _MEMORY
 
 ECHO = define_tool(description="Echo", input_schema={"type": "object"}, execute=lambda a: a)
 LONG = "x" * 5000
@@ -38,17 +32,6 @@ UNLISTED_CALLS = {
 }
 
 
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    if not isinstance(trace.get_tracer_provider(), TracerProvider):
-        provider = TracerProvider()
-        provider.add_span_processor(SimpleSpanProcessor(_MEMORY))
-        trace.set_tracer_provider(provider)
-    _MEMORY.clear()
-    yield _MEMORY
-    _MEMORY.clear()
-
-
 def _series(metrics: CodeModeMetrics) -> dict[tuple[str, str, str], float]:
     out = {}
     for family in text_string_to_metric_families(metrics.render().decode()):
@@ -61,7 +44,7 @@ def _series(metrics: CodeModeMetrics) -> dict[tuple[str, str, str], float]:
 
 @pytest.mark.parametrize("case", list(UNLISTED_CALLS), ids=list(UNLISTED_CALLS))
 async def test_an_unlisted_name_is_no_label_and_no_span_name(
-    case: str, spans: InMemorySpanExporter
+    case: str, exporter: InMemorySpanExporter
 ) -> None:
     call, outcome, max_tool_calls = UNLISTED_CALLS[case]
     cm = CodeMode(
@@ -82,7 +65,7 @@ async def test_an_unlisted_name_is_no_label_and_no_span_name(
     assert result.ok and result.value == 50, result
     series = _series(metrics)
     assert series == {("app", "echo", "ok"): 2, (UNLISTED, UNLISTED, outcome): 50}, series
-    calls = [s for s in spans.get_finished_spans() if s.name.startswith("codemode.tool_call")]
+    calls = [s for s in exporter.get_finished_spans() if s.name.startswith("codemode.tool_call")]
     assert len(calls) == 52
     assert {s.name for s in calls} == {"codemode.tool_call app.echo", "codemode.tool_call"}
     for span in calls:

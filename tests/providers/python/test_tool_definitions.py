@@ -12,12 +12,12 @@ names) and a list given to ``local()``. The same tool under two attributes is on
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from codemodekit import CodeMode, allow_all_tool_calls, define_tool, local
+from tests.conftest import codemode_cli
 
 TOOL = "define_tool(description={text!r}, input_schema={{'type': 'object'}}, execute=lambda a: {text!r}{named})"
 
@@ -41,25 +41,23 @@ def _module(tmp_path: Path, tools: list[tuple[str, str, str]]) -> str:
     return module
 
 
+def _check(project: Path, module: str) -> subprocess.CompletedProcess[str]:
+    """``codemode check`` of a project whose one source is ``module``."""
+    (project / "codemode.toml").write_text(
+        'version = 1\nname = "n"\n[policy]\ndefault = "allow"\n'
+        f'[sources.app]\ntype = "python"\nmodule = "{module}"\n',
+        encoding="utf-8",
+    )
+    return codemode_cli(project, "check")
+
+
 @pytest.mark.parametrize("case", list(MODULES), ids=list(MODULES))
 def test_a_module_whose_tools_share_a_name_is_unavailable_with_both_named(
     tmp_path: Path, case: str
 ) -> None:
     tools = MODULES[case]
     module = _module(tmp_path, tools)
-    (tmp_path / "codemode.toml").write_text(
-        'version = 1\nname = "n"\n[policy]\ndefault = "allow"\n'
-        f'[sources.app]\ntype = "python"\nmodule = "{module}"\n',
-        encoding="utf-8",
-    )
-    done = subprocess.run(
-        [sys.executable, "-m", "codemodekit", "check"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = _check(tmp_path, module)
     shown = done.stdout + done.stderr
     assert done.returncode != 0, shown
     for attr, _text, _named in tools:
@@ -70,19 +68,7 @@ def test_one_tool_under_two_attributes_is_one_tool(tmp_path: Path) -> None:
     module = _module(tmp_path, [("lookup", "finds", "")])
     path = tmp_path / f"{module}.py"
     path.write_text(path.read_text() + "also = lookup\n", encoding="utf-8")
-    (tmp_path / "codemode.toml").write_text(
-        'version = 1\nname = "n"\n[policy]\ndefault = "allow"\n'
-        f'[sources.app]\ntype = "python"\nmodule = "{module}"\n',
-        encoding="utf-8",
-    )
-    done = subprocess.run(
-        [sys.executable, "-m", "codemodekit", "check"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = _check(tmp_path, module)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
