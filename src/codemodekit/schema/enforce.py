@@ -10,7 +10,8 @@ parts, so the two cannot disagree in the direction that matters:
   itself against the bundled meta-schema of the dialect, formats included (``regex`` on
   ``pattern``/``patternProperties`` names, ``uri-reference`` on ``$ref``/``$id``);
 - every regular expression (``pattern`` values, ``patternProperties`` names) compiled by
-  ``jsonschema-rs`` in a one-keyword schema of the same dialect, memoized per expression;
+  ``jsonschema-rs`` in a one-keyword schema of the same dialect, on the same linear-time
+  engine (``validate.LINEAR_REGEX``), memoized per expression;
 - every ``$ref`` a plain JSON pointer into the document, landing on a schema that passes
   the same meta-schema check (the compiler refuses pointers to data).
 
@@ -31,6 +32,7 @@ from typing import Any
 import jsonschema_rs
 
 from codemodekit.schema.normalize import DRAFT4, DRAFT201909, DRAFT202012, PreparedSchema
+from codemodekit.schema.validate import LINEAR_REGEX
 
 # Members of the compact JSON text of a normalized schema (json.dumps escapes `"` and
 # `\`), found by their key. Finding them in data too (``enum``, ``default``) only adds
@@ -76,7 +78,11 @@ def _pattern_compiles(dialect: str, pattern: str) -> bool:
     known = _patterns.get(key)
     if known is None:
         try:
-            jsonschema_rs.validator_for({"$schema": dialect, "pattern": pattern}, retriever=_refuse)
+            jsonschema_rs.validator_for(
+                {"$schema": dialect, "pattern": pattern},
+                retriever=_refuse,
+                pattern_options=LINEAR_REGEX,
+            )
             known = True
         except (KeyboardInterrupt, SystemExit):
             raise

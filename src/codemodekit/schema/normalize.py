@@ -27,6 +27,7 @@ import hashlib
 import json
 import math
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -74,6 +75,8 @@ _BUNDLED = frozenset(
 _DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples", "example"})
 
 _MAX_REASON = 300
+# Below Python's smallest integer-to-text limit (640 digits): only longer ints are tried.
+_LONG_INT_BITS = 2000
 # Base URI of a document without `$id`: hierarchical so relative references resolve.
 _DEFAULT_BASE = "https://codemodekit.invalid/schema.json"
 _DEFAULT_ORIGIN = "https://codemodekit.invalid/"
@@ -162,6 +165,15 @@ class _Plain:
     __slots__ = ()
 
     def convert(self, value: Any, path: list[str | int]) -> Any:
+        if isinstance(value, int) and value.bit_length() > _LONG_INT_BITS:
+            try:
+                str(value)
+            except ValueError:  # longer than sys.get_int_max_str_digits(): no JSON text
+                raise SchemaUnsupported(
+                    f"{json_path(path)}: an integer of more than "
+                    f"{sys.get_int_max_str_digits()} digits is not supported"
+                ) from None
+            return value
         if isinstance(value, str | bool | int) or value is None:
             return value
         if isinstance(value, float):
@@ -384,6 +396,8 @@ def prepare_schema(
             text = _dumps(document)
         except RecursionError:
             raise SchemaUnsupported("schema nests too deeply") from None
+        except (TypeError, ValueError) as exc:  # what the walk above did not foresee
+            raise SchemaUnsupported(f"schema is not JSON data: {bound_text(str(exc))}") from None
     if require_object and not _describes_object(document, document):
         kind = document.get("type")
         shown = "none" if kind is None else json.dumps(kind)

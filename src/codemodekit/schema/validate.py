@@ -13,6 +13,7 @@ the way the reference implementation sees it.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping
@@ -21,11 +22,13 @@ from typing import Any
 
 import jsonschema_rs
 
+from codemodekit.schema.locate import NOT_MATCHING, Locator
 from codemodekit.schema.normalize import (
     DRAFT202012,
     PreparedSchema,
     SchemaUnsupported,
     bound_text,
+    compact_json,
     dialect_of,
     json_path,
     prepare_schema,
@@ -117,11 +120,20 @@ class Validator:
     ``MAX_DEPTH`` is invalid, never an exception.
     """
 
-    __slots__ = ("_impl", "dialect")
+    __slots__ = ("_document", "_impl", "_locator", "_text", "dialect")
 
-    def __init__(self, impl: jsonschema_rs.Validator, dialect: str) -> None:
+    def __init__(
+        self,
+        impl: jsonschema_rs.Validator,
+        dialect: str,
+        document: Mapping[str, Any] | None = None,
+        text: str = "",
+    ) -> None:
         self._impl = impl
         self.dialect = dialect
+        self._document = document
+        self._text = text
+        self._locator: Locator | None = None
 
     def is_valid(self, instance: Any) -> bool:
         if _not_json(instance) is not None:
@@ -133,42 +145,119 @@ class Validator:
 
     def issues(self, instance: Any, *, limit: int = MAX_ISSUES) -> tuple[ValidationIssue, ...]:
         """At most ``limit`` issues, each with a JSON path and a bounded message."""
-        problem = _not_json(instance)
-        if problem is not None:
-            return (ValidationIssue("$", problem, "type"),)
-        found: list[ValidationIssue] = []
-        try:
-            for error in self._impl.iter_errors(instance):
-                found.append(
-                    ValidationIssue(
-                        path=json_path(error.instance_path),
-                        message=bound_text(" ".join(str(error.message).split()), MAX_MESSAGE),
-                        keyword=_keyword(error),
-                    )
-                )
-                if len(found) >= max(1, limit):
-                    break
-        except (ValueError, TypeError, OverflowError) as exc:
-            # Raised while converting the instance: it is not JSON data.
-            found.append(ValidationIssue("$", bound_text(f"not JSON data: {exc}"), "type"))
-        return tuple(found)
+        return self._issues(instance, max(1, limit))
 
     def first_error(self, instance: Any) -> ValidationIssue | None:
         """The first issue, or ``None`` when valid (valid input builds no error objects)."""
-        if self.is_valid(instance):
-            return None
-        issues = self.issues(instance, limit=1)
-        return issues[0] if issues else ValidationIssue("$", "invalid", "")
+        issues = self._issues(instance, 1)
+        return issues[0] if issues else None
+
+    def _issues(self, instance: Any, limit: int) -> tuple[ValidationIssue, ...]:
+        """No issue when valid; else found by a bounded walk (``schema.locate``), never by
+        ``iter_errors``, which builds whole error trees (exponential in nested ``anyOf`` /
+        ``allOf``, or the instance's size times its depth in copies)."""
+        problem = _not_json(instance)
+        if problem is not None:
+            return (ValidationIssue("$", problem, "type"),)
+        try:
+            if self._impl.is_valid(instance):
+                return ()
+        except (ValueError, TypeError, OverflowError) as exc:
+            # Raised while converting the instance: it is not JSON data.
+            return (ValidationIssue("$", bound_text(f"not JSON data: {exc}"), "type"),)
+        if self._locator is None:
+            document = self._document
+            if document is None:  # pragma: no cover - compile_validator always passes it
+                return (ValidationIssue("$", NOT_MATCHING, ""),)
+            text = self._text or compact_json(document)
+            self._locator = Locator(document, text, self.dialect, LINEAR_REGEX)
+        try:
+            found = self._locator.locate(instance, limit)
+        except (ValueError, TypeError, OverflowError) as exc:
+            # Raised while converting the instance: it is not JSON data.
+            return (ValidationIssue("$", bound_text(f"not JSON data: {exc}"), "type"),)
+        return tuple(
+            ValidationIssue(
+                path=json_path(parts),
+                message=bound_text(" ".join(message.split()), MAX_MESSAGE),
+                keyword=keyword,
+            )
+            for parts, message, keyword in found
+        ) or (ValidationIssue("$", NOT_MATCHING, ""),)
 
     def __repr__(self) -> str:
         return f"<Validator {self.dialect}>"
 
 
-def _keyword(error: jsonschema_rs.ValidationError) -> str:
+LINEAR_REGEX = jsonschema_rs.RegexOptions()
+"""Regular expressions (``pattern``, ``patternProperties``) run on the linear-time
+``regex`` engine. The default ``fancy-regex`` engine backtracks for backreferences and
+lookaround, up to a million steps per string and with no bound per call: one call of
+84 KB (an array of short strings) held the event loop for 30 s. Time per call cannot be
+bounded from outside the Rust validator, so such an expression is not run here: a
+``pattern`` that needs backtracking is left to the upstream, which checks its own input
+(it stays in the declarations and their docs; ``_without_backtracking_patterns``), and a
+``patternProperties`` name that needs it makes the schema unsupported (dropping it would
+hand its properties to ``additionalProperties``)."""
+
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
+"""Where a schema holds data, not schemas: a ``pattern`` key there is a value."""
+
+
+def _linear(pattern: str, dialect: str) -> bool:
     try:
-        return str(error.kind.name)
-    except Exception:  # pragma: no cover - depends on the jsonschema-rs version
-        return ""
+        jsonschema_rs.validator_for(
+            {"$schema": dialect, "pattern": pattern},
+            retriever=_refuse,
+            pattern_options=LINEAR_REGEX,
+        )
+    except Exception:
+        return False
+    return True
+
+
+def _without_backtracking_patterns(
+    document: Mapping[str, Any], dialect: str
+) -> dict[str, Any] | None:
+    """A copy of ``document`` without the ``pattern`` keywords that need backtracking (a
+    schema that accepts more, never less), or ``None`` when a ``patternProperties`` name
+    needs it, or nothing was left out (the failure was another)."""
+    copy: dict[str, Any] = json.loads(json.dumps(document))
+    dropped = False
+    stack: list[Any] = [copy]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        pattern = node.get("pattern")
+        if isinstance(pattern, str) and not _linear(pattern, dialect):
+            del node["pattern"]
+            dropped = True
+        names = node.get("patternProperties")
+        if isinstance(names, dict) and not all(_linear(name, dialect) for name in names):
+            return None
+        stack.extend(v for k, v in node.items() if k not in _DATA_KEYWORDS)
+    return copy if dropped else None
+
+
+def _backtracking_pattern(exc: jsonschema_rs.ValidationError, dialect: str) -> str | None:
+    """The reason to give when compiling failed only because an expression needs the
+    backtracking engine (it compiles there), else ``None``."""
+    pattern = exc.instance
+    if getattr(exc.kind, "format", None) != "regex" or not isinstance(pattern, str):
+        return None
+    try:
+        jsonschema_rs.validator_for({"$schema": dialect, "pattern": pattern}, retriever=_refuse)
+    except Exception:
+        return None  # not an expression on either engine: the usual reason applies
+    return (
+        f"the regular expression {bound_text(json.dumps(pattern, ensure_ascii=False), 80)} at "
+        f"{json_path(exc.instance_path)} needs backtracking (a backreference or lookaround), "
+        "which can take exponential time on each string; it is not supported"
+    )
 
 
 def _reference_reason(schema: Mapping[str, Any]) -> str | None:
@@ -203,12 +292,18 @@ def compile_validator(schema: Mapping[str, Any] | PreparedSchema) -> Validator:
         prepared = prepare_schema(schema)
         document, source, dialect = prepared.document, prepared.text, prepared.dialect
     try:
-        impl = jsonschema_rs.validator_for(source, retriever=_refuse)
+        impl = jsonschema_rs.validator_for(source, retriever=_refuse, pattern_options=LINEAR_REGEX)
     except jsonschema_rs.ValidationError as exc:
         refused = _REFUSED.search(str(exc))
         if refused is not None:
             uri = shown_uri(refused.group(1))
             raise SchemaUnsupported(f"remote $ref {uri} is not fetched") from None
+        backtracking = _backtracking_pattern(exc, dialect)
+        if backtracking is not None:
+            relaxed = _without_backtracking_patterns(document, dialect)
+            if relaxed is None:
+                raise SchemaUnsupported(backtracking) from None
+            return compile_validator(relaxed)
         if type(exc.kind).__name__ == "Referencing":
             raise SchemaUnsupported(f"$ref does not resolve: {exc.message}") from None
         first_line = f"at {json_path(exc.instance_path)}: {exc.message}"
@@ -220,7 +315,7 @@ def compile_validator(schema: Mapping[str, Any] | PreparedSchema) -> Validator:
         raise SchemaUnsupported(reason or f"invalid schema {first_line}") from None
     except (ValueError, TypeError, OverflowError) as exc:
         raise SchemaUnsupported(f"invalid schema: {exc}") from None
-    return Validator(impl, dialect)
+    return Validator(impl, dialect, document, source if isinstance(source, str) else "")
 
 
 __all__ = [

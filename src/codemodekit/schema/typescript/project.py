@@ -65,6 +65,8 @@ _OBJECT_MEMBERS = frozenset(
 )
 """Names every object has through Object.prototype: TypeScript checks an optional property
 of that name against the inherited member, so ``{}`` would not fit ``{ toString?: number }``."""
+_MAX_KEY_NODES = 10_000
+"""In-place subschemas ``_key_reach`` walks for one schema before answering "any key"."""
 _OPAQUE_APPLICATORS = ("dependentSchemas", "if", "then", "else", "$dynamicRef")
 """Keywords that can evaluate properties but have no TypeScript form here."""
 
@@ -119,6 +121,8 @@ class SchemaDeclarations:
         self._broken: set[tuple[str, str]] = set()
         self._current = ""
         self._edges: set[str] = set()
+        self._reach: dict[int, int | None] = {}
+        """``_key_reach`` of schemas already walked, by object identity."""
         self._decls[""] = _Decl(root_name, "", document)
         # Allocate every reference target up front, in pointer order, so names never depend
         # on traversal order.
@@ -365,13 +369,21 @@ class SchemaDeclarations:
 
     def _evaluates_any_key(self, schema: Any, depth: int) -> bool:
         """Whether an in-place subschema of ``schema`` (allOf/anyOf/oneOf, $ref, or one the
-        projection cannot see into) may evaluate keys ``schema``'s own type does not name."""
+        projection cannot see into) may evaluate keys ``schema``'s own type does not name.
+
+        Beyond ``_MAX_DEPTH`` nested in-place subschemas the answer is yes."""
         if depth > _MAX_DEPTH:
             return True
         if not isinstance(schema, Mapping):
             return schema is True
+        height = self._key_reach(schema)
+        return height is None or depth + height > _MAX_DEPTH
+
+    def _in_place(self, schema: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
+        """The in-place subschemas ``_evaluates_any_key`` walks into, or ``None`` when
+        ``schema`` itself already may evaluate any key."""
         if any(k in schema for k in _OPAQUE_APPLICATORS):
-            return True
+            return None
         subs: list[Any] = []
         for keyword in ("allOf", "anyOf", "oneOf"):
             branches = schema.get(keyword)
@@ -380,17 +392,78 @@ class SchemaDeclarations:
         if isinstance(schema.get("$ref"), str):
             pointer = self._index.targets.get(id(schema))
             if pointer is None or pointer not in self._decls:
-                return True
+                return None
             subs.append(self._decls[pointer].schema)
+        out: list[Mapping[str, Any]] = []
         for sub in subs:
             if sub is True or not isinstance(sub, Mapping):
                 continue  # ``true`` evaluates nothing; ``false`` admits nothing
             for keyword in ("additionalProperties", "unevaluatedProperties"):
                 if keyword in sub and sub[keyword] is not False:
-                    return True
-            if "patternProperties" in sub or self._evaluates_any_key(sub, depth + 1):
-                return True
-        return False
+                    return None
+            if "patternProperties" in sub:
+                return None
+            out.append(sub)
+        return out
+
+    def _key_reach(self, root: Mapping[str, Any]) -> int | None:
+        """How many in-place levels lie below ``root`` (its longest chain of
+        ``_in_place`` steps), or ``None`` when a subschema reachable from it may evaluate
+        any key, the chain is cyclic, or it spans more than ``_MAX_KEY_NODES`` schemas.
+
+        Memoized per schema object: walking every path instead is exponential in a chain of
+        definitions each naming the next more than once (a 1.5 KB schema took minutes)."""
+        memo = self._reach
+        if id(root) in memo:
+            return memo[id(root)]
+        seen = 0
+        on_path: set[int] = set()
+        # Frames: (schema, its subschemas, [index of the next one, height so far]).
+        frames: list[tuple[Mapping[str, Any], list[Mapping[str, Any]], list[int]]] = []
+        result: int | None = 0
+
+        def enter(node: Mapping[str, Any]) -> bool:
+            nonlocal seen
+            seen += 1
+            subs = self._in_place(node) if seen <= _MAX_KEY_NODES else None
+            if subs is None:
+                memo[id(node)] = None
+                return False
+            on_path.add(id(node))
+            frames.append((node, subs, [0, 0]))
+            return True
+
+        if not enter(root):
+            return None
+        while frames:
+            node, subs, state = frames[-1]
+            if state[0] < len(subs):
+                sub = subs[state[0]]
+                state[0] += 1
+                key = id(sub)
+                if key in on_path:
+                    result = None
+                elif key in memo:
+                    result = memo[key]
+                elif enter(sub):
+                    continue
+                else:
+                    result = None
+                if result is None:
+                    break
+                state[1] = max(state[1], result + 1)
+                continue
+            frames.pop()
+            on_path.discard(id(node))
+            memo[id(node)] = result = state[1]
+            if frames:
+                parent = frames[-1][2]
+                parent[1] = max(parent[1], result + 1)
+        if result is None:
+            for node, _, _ in frames:
+                memo[id(node)] = None
+            return None
+        return memo[id(root)]
 
     def _array(self, schema: Mapping[str, Any], indent: int, *, depth: int) -> _T:
         prefix = schema.get("prefixItems")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
@@ -137,7 +138,15 @@ class AnalyzedSchema:
     """A plain-JSON schema document with every ``$ref`` resolved, independent of naming,
     so one analysis serves every file that declares the same tool."""
 
-    __slots__ = ("dialect", "document", "index", "signatures")
+    __slots__ = (
+        "_components",
+        "_holders",
+        "_successors",
+        "dialect",
+        "document",
+        "index",
+        "signatures",
+    )
 
     def __init__(self, document: Any) -> None:
         self.document = document
@@ -146,33 +155,106 @@ class AnalyzedSchema:
         self.index = build_index(document, self.dialect)
         self.signatures: dict[str, str | None] = {}
         """Target pointer → digest of its closure (``None``: reaches the root)."""
+        self._holders = [holder for holder, _ in self.index.refs]
+        self._successors: dict[str, list[str]] = {}
+        self._components: dict[str, str | None] = {}
+        """Target pointer → digest of its strongly connected component's closure."""
 
     def signature(self, pointer: str) -> str | None:
+        """A digest of ``pointer``'s closure: the target, every target referenced from
+        inside it, and so on, each with its pointer and its JSON."""
         if pointer not in self.signatures:
-            self.signatures[pointer] = self._closure_signature(pointer)
+            self._sign_from(pointer)
         return self.signatures[pointer]
 
-    def _closure_signature(self, pointer: str) -> str | None:
-        seen: set[str] = set()
-        queue = [pointer]
-        while queue:
-            current = queue.pop()
-            if current in seen:
+    def _successors_of(self, pointer: str) -> list[str]:
+        """Targets of the references held at ``pointer`` or anywhere inside it."""
+        found = self._successors.get(pointer)
+        if found is None:
+            refs, holders = self.index.refs, self._holders
+            # ``refs`` is sorted by holder: the holders inside ``pointer`` form one run
+            # (``0`` follows ``/``), so no lookup scans every reference.
+            exact = range(bisect_left(holders, pointer), bisect_right(holders, pointer))
+            inside = range(bisect_left(holders, pointer + "/"), bisect_left(holders, pointer + "0"))
+            targets = {refs[i][1] for r in (exact, inside) for i in r}
+            targets.discard(None)
+            found = self._successors[pointer] = sorted(t for t in targets if t is not None)
+        return found
+
+    def _sign_from(self, start: str) -> None:
+        """Signs every target reachable from ``start`` in one pass over the strongly
+        connected components of the reference graph (Tarjan's algorithm, iterative).
+
+        A closure is its component's members plus the closures of the components it
+        references, so each component's digest is built from its members' JSON and its
+        successors' digests, once: listing each closure whole is quadratic in the
+        length of a chain of definitions and cubic with a scan of every reference per
+        step (a 78 KB schema took 30 s)."""
+        order: dict[str, int] = {}
+        low: dict[str, int] = {}
+        on_stack: set[str] = set()
+        stack: list[str] = []
+        frames: list[tuple[str, list[str], list[int]]] = [(start, self._successors_of(start), [0])]
+        order[start] = low[start] = 0
+        stack.append(start)
+        on_stack.add(start)
+        while frames:
+            node, successors, position = frames[-1]
+            if position[0] < len(successors):
+                successor = successors[position[0]]
+                position[0] += 1
+                if successor in self.signatures:
+                    continue  # signed by an earlier pass: its component is closed
+                if successor not in order:
+                    order[successor] = low[successor] = len(order)
+                    stack.append(successor)
+                    on_stack.add(successor)
+                    frames.append((successor, self._successors_of(successor), [0]))
+                elif successor in on_stack:
+                    low[node] = min(low[node], order[successor])
                 continue
-            if current == "":
-                return None
-            seen.add(current)
-            prefix = current + "/"
-            for holder, target in self.index.refs:
-                if (
-                    (holder == current or holder.startswith(prefix))
-                    and target is not None
-                    and target not in seen
-                ):
-                    queue.append(target)
-        digest = hashlib.sha256(f"{self.dialect}\n{pointer}".encode())
-        for current in sorted(seen):
-            node = resolve(self.document, split_pointer(current))
-            text = json.dumps(node, sort_keys=True, ensure_ascii=False, default=str)
-            digest.update(f"\n{current}\t{text}".encode())
-        return digest.hexdigest()
+            frames.pop()
+            if frames:
+                parent = frames[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] != order[node]:
+                continue
+            members: list[str] = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                members.append(member)
+                if member == node:
+                    break
+            self._close(members)
+
+    def _close(self, members: list[str]) -> None:
+        """Signs one component; every component it references is signed already."""
+        inside = set(members)
+        outside: set[str] = set()
+        reaches_root = "" in inside
+        for member in members:
+            for successor in self._successors_of(member):
+                if successor not in inside:
+                    digest = self._components[successor]
+                    if digest is None:
+                        reaches_root = True
+                    else:
+                        outside.add(digest)
+        component: str | None = None
+        if not reaches_root:
+            hasher = hashlib.sha256(b"component")
+            for member in sorted(members):
+                node = resolve(self.document, split_pointer(member))
+                text = json.dumps(node, sort_keys=True, ensure_ascii=False, default=str)
+                hasher.update(f"\n{member}\t{text}".encode())
+            for digest in sorted(outside):
+                hasher.update(f"\n{digest}".encode())
+            component = hasher.hexdigest()
+        for member in members:
+            self._components[member] = component
+            self.signatures[member] = (
+                None
+                if component is None
+                else hashlib.sha256(f"{self.dialect}\n{member}\n{component}".encode()).hexdigest()
+            )
