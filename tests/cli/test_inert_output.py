@@ -85,3 +85,28 @@ def test_the_excerpt_is_the_line_the_error_names(tmp_path: Path) -> None:
         done = codemode_cli(tmp_path, "run", str(script))
         assert done.returncode != 0
         assert "3 | const b = ;" in done.stderr, (repr(char), done.stderr)
+
+
+def test_json_output_stays_json_and_holds_every_control_character(tmp_path: Path) -> None:
+    script = _project(tmp_path) / "value.ts"
+    script.write_text(f"return {json.dumps(EVERY)};\n", encoding="utf-8")
+    for argv in (("run", str(script), "--json"), ("search", "finds things", "--json")):
+        done = codemode_cli(tmp_path, *argv)
+        assert done.returncode == 0, done.stderr
+        _assert_inert(done)
+        document = json.loads(done.stdout)  # valid JSON: nothing written as \xNN
+        if argv[0] == "run":
+            assert document["value"] == EVERY
+        else:  # search makes a description one line: what is not whitespace stays, as data
+            texts = [t for t in _strings(document) if "Finds things" in t]
+            assert texts and all("\x1b" in t and "\x9b" in t for t in texts), texts
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import time
 from dataclasses import replace
@@ -29,6 +28,7 @@ from codemodekit.cli.common import (
     warn_inert_rules,
     warn_unhealthy,
 )
+from codemodekit.cli.terminal import json_text
 from codemodekit.errors import ErrorCode
 from codemodekit.providers.base import HealthStatus
 
@@ -79,7 +79,7 @@ def _run(args: argparse.Namespace) -> int:
         document = result.to_json()
         document["sources_started"] = list(names)
         document["process_ms"] = round(wall_ms, 3)
-        print(json.dumps(document, indent=2, ensure_ascii=False, default=str))
+        print(json_text(document, indent=2, default=str))
     else:
         _print_human(result, code, filename)
         if not args.quiet:
@@ -184,7 +184,7 @@ def _print_human(result: Any, code: str, filename: str) -> None:
         if isinstance(value, str):
             print(value)
         elif value is not None:
-            print(json.dumps(value, indent=2, ensure_ascii=False))
+            print(json_text(value, indent=2))
         return
     assert result.diagnostic is not None
     print(render_diagnostic(result.diagnostic, code, filename), file=sys.stderr)

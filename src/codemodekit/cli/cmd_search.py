@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import sys
 from typing import Any
 
@@ -23,6 +22,7 @@ from codemodekit.cli.common import (
     load_config,
     one_shot_text,
 )
+from codemodekit.cli.terminal import json_text
 from codemodekit.search.search import DEFAULT_LIMIT, MAX_LIMIT, SearchError, SearchResponse
 
 
@@ -75,7 +75,7 @@ def _run(args: argparse.Namespace) -> int:
         return _list(catalog, args)
     response = _search(catalog, down, args)
     if args.json:
-        print(json.dumps(response.to_json(), indent=2, ensure_ascii=False))
+        print(json_text(response.to_json(), indent=2))
     else:
         print(response.to_text())
     return 0 if response.hits else 1
@@ -140,7 +140,7 @@ def _list(catalog: Catalog, args: argparse.Namespace) -> int:
         listed = [
             {"address": tool_address(t.source, t.name), "description": t.description} for t in tools
         ]
-        print(json.dumps({"source": args.source, "tools": listed}, indent=2, ensure_ascii=False))
+        print(json_text({"source": args.source, "tools": listed}, indent=2))
     else:
         for t in tools:
             summary = " ".join(t.description.split())

@@ -11,12 +11,24 @@ stdio that is the protocol (JSON, whose strings escape C0 anyway).
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import sys
 from collections.abc import Iterable, Iterator
 from typing import Any, TextIO
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+_JSON_UNESCAPED = re.compile(r"[\x7f-\x9f]")
+
+
+def json_text(value: Any, **options: Any) -> str:
+    """``value`` as JSON for the CLI's ``--json`` output: non-ASCII as itself, and DEL and
+    C1, which ``json.dumps`` leaves raw, as ``\\u00XX`` escapes. Raw they would reach the
+    terminal, or become ``inert``'s ``\\xNN``, which is no JSON escape."""
+    text = json.dumps(value, ensure_ascii=False, **options)
+    return _JSON_UNESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def inert(text: str) -> str:
