@@ -76,6 +76,15 @@ def http_handler_server(handler: type[http.server.BaseHTTPRequestHandler]) -> It
         server.server_close()
 
 
+def tools_project(folder: Path, module: str, source: str, config: str) -> Path:
+    """A project in ``folder``: a Python tools module ``module`` holding ``source`` beside
+    a ``codemode.toml`` holding ``config``; the config's path."""
+    (folder / f"{module}.py").write_text(source)
+    path = folder / "codemode.toml"
+    path.write_text(config)
+    return path
+
+
 def codemode_cli(
     project: Path, *argv: str, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:

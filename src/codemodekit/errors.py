@@ -210,12 +210,13 @@ def has_surrogates(value: Any) -> bool:
 
 def well_formed(value: Any) -> Any:
     """``value`` with every lone surrogate in its strings (keys too) replaced by U+FFFD:
-    JSON allows ``"\\ud800"``, UTF-8 does not."""
+    JSON allows ``"\\ud800"``, UTF-8 does not. Any mapping becomes a dict and any tuple
+    a list, as in JSON."""
     if isinstance(value, str):
         return _SURROGATE.sub("\ufffd", value)
-    if isinstance(value, list):
+    if isinstance(value, list | tuple):
         return [well_formed(v) for v in value]
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         return {well_formed(k): well_formed(v) for k, v in value.items()}
     return value
 

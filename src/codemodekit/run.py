@@ -384,13 +384,11 @@ class CodeMode:
             caller=caller,
             context=context,
         )
-        # Logs always stream to the host: what came is the run's logs if it ends without an
-        # outcome of the sandbox (a wall limit, a cancellation), bounded by the log limits
-        # as the stream is. Without it those runs lost every console line.
+        # Logs always stream here (bounded as the stream is): they are the run's logs when
+        # it ends without the sandbox's outcome (a wall limit, a cancellation).
         streamed: list[LogEntry] = []
-        caller_on_log = on_log
 
-        def keep_log(entry: LogEntry) -> None:
+        def keep_log(entry: LogEntry, caller_on_log: LogCallback | None = on_log) -> None:
             streamed.append(entry)
             if caller_on_log is not None:
                 caller_on_log(entry)

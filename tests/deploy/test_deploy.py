@@ -15,6 +15,7 @@ import httpx
 import pytest
 import yaml
 
+from tests.conftest import tools_project
 from tests.server.test_serve import CONFIG, TOKEN, TOOLS_MODULE, _env, _start_http
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,10 +46,7 @@ def _container(documents: list[dict[str, Any]]) -> dict[str, Any]:
 
 @pytest.fixture
 def config(tmp_path: Path) -> Path:
-    (tmp_path / "servetools.py").write_text(TOOLS_MODULE)
-    path = tmp_path / "codemode.toml"
-    path.write_text(CONFIG)
-    return path
+    return tools_project(tmp_path, "servetools", TOOLS_MODULE, CONFIG)
 
 
 def test_the_image_flags_and_the_kubernetes_probes_work_against_a_real_server(

@@ -21,7 +21,7 @@ import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-from tests.conftest import node_tool
+from tests.conftest import node_tool, tools_project
 
 TOOLS_MODULE = '''
 """Test tools for `codemode serve`: an echo and a tool that sleeps until cancelled."""
@@ -86,10 +86,7 @@ TOKEN = "s3cret-token-for-tests"
 
 @pytest.fixture
 def config(tmp_path: Path) -> Path:
-    (tmp_path / "servetools.py").write_text(TOOLS_MODULE)
-    path = tmp_path / "codemode.toml"
-    path.write_text(CONFIG)
-    return path
+    return tools_project(tmp_path, "servetools", TOOLS_MODULE, CONFIG)
 
 
 def _serve_command(config: Path, *extra: str) -> list[str]:

@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from tests.conftest import tools_project
 from tests.server.test_serve import (
     CONFIG,
     TOKEN,
@@ -43,10 +44,7 @@ METRICS_TOKEN = "metrics-only-token"
 
 @pytest.fixture
 def config(tmp_path: Path) -> Path:
-    (tmp_path / "servetools.py").write_text(GATE_MODULE)
-    path = tmp_path / "codemode.toml"
-    path.write_text(CONFIG)
-    return path
+    return tools_project(tmp_path, "servetools", GATE_MODULE, CONFIG)
 
 
 def _base(served: Served) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
+from tests.conftest import tools_project
 
 from codemodekit import Diagnostic, ErrorCode, RunResult
 from codemodekit.server.tools import run_result_to_mcp
@@ -77,10 +78,7 @@ CASES = {
 
 @pytest.fixture
 def config(tmp_path: Path) -> Path:
-    (tmp_path / "surrogatetools.py").write_text(TOOLS_MODULE)
-    path = tmp_path / "codemode.toml"
-    path.write_text(CONFIG)
-    return path
+    return tools_project(tmp_path, "surrogatetools", TOOLS_MODULE, CONFIG)
 
 
 def _all_text(result: types.CallToolResult) -> str:

@@ -101,18 +101,9 @@ def well_formed_spec(spec: ToolSpec, fields: tuple[str, ...] = _SMALL_TEXTS + _S
     try:
         if not has_surrogates([getattr(spec, f) for f in fields]):
             return spec
-        return replace(spec, **{f: well_formed(_plain(getattr(spec, f))) for f in fields})
+        return replace(spec, **{f: well_formed(getattr(spec, f)) for f in fields})
     except Exception:  # nested too deep, or not JSON-like: the catalog quarantines it
         return replace(spec, name=well_formed(spec.name)) if isinstance(spec.name, str) else spec
-
-
-def _plain(value: Any) -> Any:
-    """JSON-like ``value`` as dicts and lists (``well_formed`` walks those)."""
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
 
 
 def scrub_discovery(discovery: Discovery, scrub: Scrubber) -> Discovery:

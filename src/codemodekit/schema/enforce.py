@@ -11,7 +11,7 @@ parts, so the two cannot disagree in the direction that matters:
   ``pattern``/``patternProperties`` names, ``uri-reference`` on ``$ref``/``$id``);
 - every regular expression (``pattern`` values, ``patternProperties`` names) compiled by
   ``jsonschema-rs`` in a one-keyword schema of the same dialect, on the same linear-time
-  engine (``validate.LINEAR_REGEX``), memoized per expression;
+  engine (``LINEAR_REGEX``), memoized per expression;
 - every ``$ref`` a plain JSON pointer into the document, landing on a schema that passes
   the same meta-schema check (the compiler refuses pointers to data).
 
@@ -32,7 +32,6 @@ from typing import Any
 import jsonschema_rs
 
 from codemodekit.schema.normalize import DRAFT4, DRAFT201909, DRAFT202012, PreparedSchema
-from codemodekit.schema.validate import LINEAR_REGEX
 
 # Members of the compact JSON text of a normalized schema (json.dumps escapes `"` and
 # `\`), found by their key. Finding them in data too (``enum``, ``default``) only adds
@@ -52,6 +51,17 @@ _MAX_PATTERNS = 4096
 # Dialects whose meta-schema checks every member of `$defs` as a schema (all of them do
 # for `definitions`).
 _HAS_DEFS = frozenset({DRAFT202012, DRAFT201909})
+
+LINEAR_REGEX = jsonschema_rs.RegexOptions()
+"""Regular expressions (``pattern``, ``patternProperties``) run on the linear-time
+``regex`` engine. The default ``fancy-regex`` engine backtracks for backreferences and
+lookaround, up to a million steps per string and with no bound per call: one call of
+84 KB (an array of short strings) held the event loop for 30 s. Time per call cannot be
+bounded from outside the Rust validator, so such an expression is not run here: a
+``pattern`` that needs backtracking is left to the upstream, which checks its own input
+(it stays in the declarations and their docs; ``validate._without_backtracking_patterns``), and a
+``patternProperties`` name that needs it makes the schema unsupported (dropping it would
+hand its properties to ``additionalProperties``)."""
 
 _lock = threading.Lock()
 _meta_validators: dict[str, jsonschema_rs.Validator] = {}
@@ -73,7 +83,8 @@ def _meta(dialect: str) -> jsonschema_rs.Validator:
     return validator
 
 
-def _pattern_compiles(dialect: str, pattern: str) -> bool:
+def pattern_compiles(dialect: str, pattern: str) -> bool:
+    """Whether ``pattern`` compiles on the linear-time engine (memoized)."""
     key = (dialect, pattern)
     known = _patterns.get(key)
     if known is None:
@@ -177,7 +188,7 @@ def surely_compiles(prepared: PreparedSchema) -> bool:
                 return False
         if '"patternProperties":' in text:
             _pattern_property_names(document, patterns)
-        return all(_pattern_compiles(dialect, pattern) for pattern in patterns)
+        return all(pattern_compiles(dialect, pattern) for pattern in patterns)
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException:  # a value the Rust side cannot convert, a panic: not proven

@@ -22,6 +22,7 @@ from typing import Any
 
 import jsonschema_rs
 
+from codemodekit.schema.enforce import LINEAR_REGEX, pattern_compiles
 from codemodekit.schema.locate import NOT_MATCHING, Locator
 from codemodekit.schema.normalize import (
     DRAFT202012,
@@ -189,31 +190,8 @@ class Validator:
         return f"<Validator {self.dialect}>"
 
 
-LINEAR_REGEX = jsonschema_rs.RegexOptions()
-"""Regular expressions (``pattern``, ``patternProperties``) run on the linear-time
-``regex`` engine. The default ``fancy-regex`` engine backtracks for backreferences and
-lookaround, up to a million steps per string and with no bound per call: one call of
-84 KB (an array of short strings) held the event loop for 30 s. Time per call cannot be
-bounded from outside the Rust validator, so such an expression is not run here: a
-``pattern`` that needs backtracking is left to the upstream, which checks its own input
-(it stays in the declarations and their docs; ``_without_backtracking_patterns``), and a
-``patternProperties`` name that needs it makes the schema unsupported (dropping it would
-hand its properties to ``additionalProperties``)."""
-
 _DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
 """Where a schema holds data, not schemas: a ``pattern`` key there is a value."""
-
-
-def _linear(pattern: str, dialect: str) -> bool:
-    try:
-        jsonschema_rs.validator_for(
-            {"$schema": dialect, "pattern": pattern},
-            retriever=_refuse,
-            pattern_options=LINEAR_REGEX,
-        )
-    except Exception:
-        return False
-    return True
 
 
 def _without_backtracking_patterns(
@@ -233,11 +211,11 @@ def _without_backtracking_patterns(
         if not isinstance(node, dict):
             continue
         pattern = node.get("pattern")
-        if isinstance(pattern, str) and not _linear(pattern, dialect):
+        if isinstance(pattern, str) and not pattern_compiles(dialect, pattern):
             del node["pattern"]
             dropped = True
         names = node.get("patternProperties")
-        if isinstance(names, dict) and not all(_linear(name, dialect) for name in names):
+        if isinstance(names, dict) and not all(pattern_compiles(dialect, name) for name in names):
             return None
         stack.extend(v for k, v in node.items() if k not in _DATA_KEYWORDS)
     return copy if dropped else None
